@@ -1,0 +1,79 @@
+package buffer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/wal"
+)
+
+// Config configures a WriteBuffer. Flags of `apron serve` map onto it in
+// cmd/apron only.
+type Config struct {
+	// DataDir holds the catalog file and the wal/ directory.
+	DataDir string
+	// SegmentDuration is how long the open segment takes writes before it
+	// rolls over.
+	SegmentDuration time.Duration
+	// MemLimit bounds the bytes buffered in memory, open and closed
+	// segments together. The open segment rolls over at half of it, so that
+	// a closed segment can be persisted while the next one fills; writes
+	// past it are refused with ErrBufferFull.
+	MemLimit int64
+	// WALSync says whether a write waits for fsync of its WAL record.
+	WALSync wal.SyncMode
+	// WALMoveCorrupt moves aside a WAL file with a bad record in its middle
+	// instead of refusing to start (see wal.ReplayOptions).
+	WALMoveCorrupt bool
+	// Limits bound the catalog.
+	Limits catalog.Limits
+	// ChunkRows is the number of rows at which a partition's open chunk is
+	// sealed into an immutable record batch.
+	ChunkRows int
+
+	WALFS      wal.FS // nil: the OS file system
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Allocator  memory.Allocator
+	// Now is the clock, for tests; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the configuration `apron serve` starts with.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:         "./apron-data",
+		SegmentDuration: time.Hour,
+		MemLimit:        2 << 30,
+		WALSync:         wal.SyncFsync,
+		Limits:          catalog.DefaultLimits(),
+		ChunkRows:       8192,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir is empty (--data-dir)"))
+	}
+	if c.SegmentDuration < time.Second {
+		errs = append(errs, fmt.Errorf("segment duration %s is under 1s (--segment-duration)", c.SegmentDuration))
+	}
+	if c.MemLimit < 1<<20 {
+		errs = append(errs, fmt.Errorf("buffer memory limit %d bytes is under 1 MiB (--buffer-mem-limit)", c.MemLimit))
+	}
+	if c.ChunkRows < 1 {
+		errs = append(errs, fmt.Errorf("chunk rows %d must be positive", c.ChunkRows))
+	}
+	if c.Limits.MaxDatabases < 1 || c.Limits.MaxTables < 1 || c.Limits.MaxColumnsPerTable < 2 {
+		errs = append(errs, fmt.Errorf("limits %+v: each must be positive, and a table needs room for time and one column", c.Limits))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,117 @@
+package buffer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/catalog"
+)
+
+// ErrInvalidBatch is wrapped by errors about a batch's content that no
+// schema rule covers (a null or out-of-range time).
+var ErrInvalidBatch = errors.New("invalid batch")
+
+// batch is an incoming record batch with its time column normalized to
+// timestamp[ns] without a zone.
+type batch struct {
+	rec     arrow.RecordBatch
+	logical []arrow.DataType // catalog logical type per column; nil if unsupported
+	times   []int64          // the time column's values
+}
+
+func (b *batch) release() { b.rec.Release() }
+
+func (b *batch) rows() int { return int(b.rec.NumRows()) }
+
+// normalize returns rec with its time column converted to UTC nanoseconds
+// (Arrow timestamps with a zone hold UTC already; those without one are
+// taken as UTC), or added with now on every row when rec has none. rec is
+// retained, not consumed.
+func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*batch, error) {
+	schema := rec.Schema()
+	idx := schema.FieldIndices(TimeColumn)
+	if len(idx) > 1 {
+		return nil, fmt.Errorf("%w: column %q appears %d times", catalog.ErrInvalidSchema, TimeColumn, len(idx))
+	}
+	fields := schema.Fields()
+	cols := rec.Columns()
+	var timeArr arrow.Array
+	if len(idx) == 0 {
+		timeArr = constantTime(now.UnixNano(), int(rec.NumRows()), mem)
+		fields = append([]arrow.Field{{Name: TimeColumn, Type: timeType}}, fields...)
+		cols = append([]arrow.Array{timeArr}, cols...)
+	} else {
+		i := idx[0]
+		var err error
+		if timeArr, err = toNanos(cols[i]); err != nil {
+			return nil, err
+		}
+		fields = append([]arrow.Field(nil), fields...)
+		cols = append([]arrow.Array(nil), cols...)
+		fields[i] = arrow.Field{Name: TimeColumn, Type: timeType}
+		cols[i] = timeArr
+	}
+	defer timeArr.Release()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	b := &batch{rec: out, logical: make([]arrow.DataType, len(fields)), times: valuesOf[int64](timeArr)}
+	for i, f := range fields {
+		if lt, ok := catalog.LogicalType(f.Type); ok {
+			b.logical[i] = lt
+		}
+	}
+	return b, nil
+}
+
+func constantTime(ns int64, n int, mem memory.Allocator) arrow.Array {
+	bld := array.NewTimestampBuilder(mem, timeType)
+	defer bld.Release()
+	bld.Reserve(n)
+	for range n {
+		bld.UnsafeAppend(arrow.Timestamp(ns))
+	}
+	return bld.NewArray()
+}
+
+// toNanos returns a timestamp[ns] array of arr's times, retained.
+func toNanos(arr arrow.Array) (arrow.Array, error) {
+	ts, ok := arr.DataType().(*arrow.TimestampType)
+	if !ok {
+		return nil, fmt.Errorf("%w: column %q must be a timestamp, got %s", catalog.ErrInvalidSchema, TimeColumn, arr.DataType())
+	}
+	if n := arr.NullN(); n > 0 {
+		return nil, fmt.Errorf("%w: column %q has %d null values; every row needs a time", ErrInvalidBatch, TimeColumn, n)
+	}
+	var mult int64
+	switch ts.Unit {
+	case arrow.Nanosecond:
+		if ts.TimeZone == "" {
+			arr.Retain()
+			return arr, nil
+		}
+		mult = 1
+	case arrow.Microsecond:
+		mult = 1e3
+	case arrow.Millisecond:
+		mult = 1e6
+	case arrow.Second:
+		mult = 1e9
+	}
+	src := valuesOf[int64](arr)
+	out := make([]int64, len(src))
+	for i, v := range src {
+		if v > math.MaxInt64/mult || v < math.MinInt64/mult {
+			return nil, fmt.Errorf("%w: column %q row %d: %d%s is outside the range of nanosecond timestamps (years 1677 to 2262)",
+				ErrInvalidBatch, TimeColumn, i, v, ts.Unit)
+		}
+		out[i] = v * mult
+	}
+	data := array.NewData(timeType, len(out), []*memory.Buffer{nil, memory.NewBufferBytes(bytesOf(out))}, nil, 0, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}

@@ -1,0 +1,186 @@
+package buffer
+
+import (
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"sync"
+)
+
+const nsPerDay = int64(24 * 60 * 60 * 1e9)
+
+// dayOf is the UTC day of a time, the partition key.
+func dayOf(ns int64) int64 {
+	d := ns / nsPerDay
+	if ns%nsPerDay < 0 {
+		d--
+	}
+	return d
+}
+
+// partition holds one UTC day of one table in one segment.
+type partition struct {
+	day    int64
+	sealed []Chunk
+	open   *openChunk
+}
+
+// tableBuffer is one table's rows in one segment, split by day.
+type tableBuffer struct {
+	database, table string
+	chunkRows       int
+
+	mu struct {
+		sync.Mutex
+		parts map[int64]*partition
+		rows  int64
+		size  int64 // bytes held, sealed and open
+	}
+}
+
+func newTableBuffer(db, table string, chunkRows int) *tableBuffer {
+	t := &tableBuffer{database: db, table: table, chunkRows: chunkRows}
+	t.mu.parts = make(map[int64]*partition)
+	return t
+}
+
+// append adds every row of b, split into runs of rows of the same day.
+// It returns how many bytes the table's buffer grew by.
+func (t *tableBuffer) append(b *batch) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	before := t.mu.size
+	times := b.times
+	for start := 0; start < len(times); {
+		day := dayOf(times[start])
+		end := start + 1
+		for end < len(times) && dayOf(times[end]) == day {
+			end++
+		}
+		if err := t.appendRunLocked(b, day, start, end-start); err != nil {
+			return t.mu.size - before, err
+		}
+		start = end
+	}
+	if len(times) == 0 {
+		// A batch with no rows still defines columns; nothing to buffer.
+		return 0, nil
+	}
+	t.mu.rows += int64(len(times))
+	return t.mu.size - before, nil
+}
+
+func (t *tableBuffer) appendRunLocked(b *batch, day int64, off, n int) error {
+	p := t.mu.parts[day]
+	if p == nil {
+		p = &partition{day: day}
+		t.mu.parts[day] = p
+	}
+	for n > 0 {
+		if p.open == nil {
+			p.open = newOpenChunk()
+		}
+		k := min(n, t.chunkRows-p.open.n)
+		before := p.open.size()
+		if err := p.open.append(b, off, k); err != nil {
+			return err
+		}
+		t.mu.size += p.open.size() - before
+		if p.open.n == t.chunkRows {
+			t.sealLocked(p)
+		}
+		off += k
+		n -= k
+	}
+	return nil
+}
+
+// sealLocked turns the partition's open chunk into an immutable Chunk.
+func (t *tableBuffer) sealLocked(p *partition) {
+	if p.open == nil || p.open.n == 0 {
+		return
+	}
+	before := p.open.size()
+	c := p.open.chunk(true)
+	p.sealed = append(p.sealed, c)
+	p.open = nil
+	t.mu.size += recordSize(c) - before
+}
+
+// sealAll seals every open chunk; used when a segment closes.
+func (t *tableBuffer) sealAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.mu.parts {
+		t.sealLocked(p)
+	}
+}
+
+// snapshot returns the table's chunks, partitions in day order, each
+// retained: the caller releases them. The open chunk of a partition is
+// included as it is at this moment, sharing its value memory.
+func (t *tableBuffer) snapshot() []Chunk {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	days := make([]int64, 0, len(t.mu.parts))
+	for d := range t.mu.parts {
+		days = append(days, d)
+	}
+	sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
+	var out []Chunk
+	for _, d := range days {
+		p := t.mu.parts[d]
+		for _, c := range p.sealed {
+			c.Rec.Retain()
+			out = append(out, c)
+		}
+		if p.open != nil && p.open.n > 0 {
+			out = append(out, p.open.chunk(false))
+		}
+	}
+	return out
+}
+
+func (t *tableBuffer) sizeNow() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.size
+}
+
+func (t *tableBuffer) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.mu.parts {
+		for _, c := range p.sealed {
+			c.Rec.Release()
+		}
+		p.sealed = nil
+		p.open = nil
+	}
+}
+
+// recordSize is the memory of a sealed record's buffers.
+func recordSize(c Chunk) int64 {
+	var s int64
+	for _, col := range c.Rec.Columns() {
+		s += dataSize(col.Data())
+	}
+	return s
+}
+
+func dataSize(d arrow.ArrayData) int64 {
+	var s int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			s += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		s += dataSize(c)
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		// Dictionary() is a typed nil for other types.
+		s += dataSize(d.Dictionary())
+	}
+	return s
+}

@@ -1,0 +1,358 @@
+package buffer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/wal"
+)
+
+// WriteBuffer takes writes: it validates them against the catalog, makes
+// them durable in the WAL, and buffers their rows in segments. It also
+// replays the WAL when opened. It is safe for concurrent use.
+type WriteBuffer struct {
+	cfg     Config
+	log     *slog.Logger
+	mem     memory.Allocator
+	cat     *catalog.Catalog
+	catPath string
+	walDir  string
+	metrics *metrics
+
+	// mu orders writes: a write plans its catalog change and appends its
+	// WAL record under mu, so WAL order is catalog order. A write that
+	// changes the catalog also waits for its fsync under mu (catalog changes
+	// are rare); the others wait outside it and share fsyncs.
+	mu struct {
+		sync.Mutex
+		w        *wal.Writer
+		open     *Segment
+		closed   []*Segment
+		seq      uint64
+		catSaved uint64 // catalog version last saved
+		closing  bool
+	}
+
+	sealc chan *Segment // closed segments for the background loop to seal
+	stopc chan struct{}
+	donec chan struct{}
+}
+
+// WriteResult says what a write did.
+type WriteResult struct {
+	Rows     int64  // rows durably written
+	Sequence uint64 // the WAL sequence of the write's record
+	Segment  uint64 // the segment the rows went to
+}
+
+// Open loads the catalog, replays the WAL into closed segments and opens a
+// new segment with a new WAL file.
+func Open(cfg Config) (*WriteBuffer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("buffer: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Allocator == nil {
+		cfg.Allocator = memory.DefaultAllocator
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.WALFS == nil {
+		cfg.WALFS = wal.OSFS()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("buffer: creating data dir: %w", err)
+	}
+	b := &WriteBuffer{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		mem:     cfg.Allocator,
+		catPath: filepath.Join(cfg.DataDir, "catalog.json"),
+		walDir:  filepath.Join(cfg.DataDir, "wal"),
+		sealc:   make(chan *Segment, 1024),
+		stopc:   make(chan struct{}),
+		donec:   make(chan struct{}),
+	}
+	var err error
+	if b.cat, err = catalog.Load(b.catPath, cfg.Limits); err != nil {
+		return nil, fmt.Errorf("buffer: %w", err)
+	}
+	replayed, err := b.replay()
+	if err != nil {
+		for _, s := range replayed {
+			s.release()
+		}
+		return nil, err
+	}
+	b.mu.closed = replayed
+	next := uint64(1)
+	if n := len(replayed); n > 0 {
+		next = replayed[n-1].id + 1
+	}
+	if err := b.cat.Save(b.catPath); err != nil {
+		return nil, fmt.Errorf("buffer: saving catalog after replay: %w", err)
+	}
+	b.mu.catSaved = b.cat.Version()
+	w, err := wal.Create(b.walOptions(), next)
+	if err != nil {
+		return nil, fmt.Errorf("buffer: %w", err)
+	}
+	b.mu.w = w
+	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows)
+	b.metrics = newMetrics(cfg.Registerer, b)
+	go b.loop()
+	return b, nil
+}
+
+func (b *WriteBuffer) walOptions() wal.Options {
+	return wal.Options{Dir: b.walDir, Sync: b.cfg.WALSync, FS: b.cfg.WALFS, Logger: b.log, Registerer: b.cfg.Registerer}
+}
+
+func walFileName(dir string, id uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d.wal", id))
+}
+
+// Catalog is the buffer's catalog, for readers.
+func (b *WriteBuffer) Catalog() *catalog.Catalog { return b.cat }
+
+// Allocator is the allocator of buffered and decoded data.
+func (b *WriteBuffer) Allocator() memory.Allocator { return b.mem }
+
+// Write validates rec against table db.table (creating or evolving it as
+// opts allow), appends it to the WAL, waits until the record is durable,
+// and buffers its rows. When it returns nil, the rows are durable and
+// visible to reads; when it returns an error, nothing changed (but see
+// ErrWAL). rec is not released.
+func (b *WriteBuffer) Write(ctx context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (WriteResult, error) {
+	start := time.Now()
+	res, err := b.write(db, table, rec, opts)
+	b.metrics.observeWrite(res, err, time.Since(start))
+	return res, err
+}
+
+func (b *WriteBuffer) write(db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (WriteResult, error) {
+	now := b.cfg.Now()
+	nb, err := normalize(rec, now, b.mem)
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("database %q table %q: %w", db, table, err)
+	}
+	defer nb.release()
+	enc, err := encodeBatch(db, table, nb.rec, b.mem)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	rows := int64(nb.rows())
+
+	b.mu.Lock()
+	if b.mu.closing {
+		b.mu.Unlock()
+		return WriteResult{}, ErrClosed
+	}
+	if err := b.mu.w.Err(); err != nil {
+		b.mu.Unlock()
+		return WriteResult{}, fmt.Errorf("%w: %w", ErrWAL, err)
+	}
+	ch, err := b.cat.PlanWrite(db, table, nb.rec.Schema(), opts)
+	if err != nil {
+		b.mu.Unlock()
+		return WriteResult{}, err
+	}
+	if used := b.bufferedLocked(); used >= b.cfg.MemLimit {
+		b.mu.Unlock()
+		return WriteResult{}, fmt.Errorf("%w: %d bytes buffered reach --buffer-mem-limit (%d bytes); "+
+			"closed segments leave memory only once persisted, so writes resume as they are, or after a restart with a larger limit",
+			ErrBufferFull, used, b.cfg.MemLimit)
+	}
+	if err := b.maybeRollLocked(now); err != nil {
+		b.mu.Unlock()
+		return WriteResult{}, err
+	}
+	seq := b.mu.seq + 1
+	payload, err := enc.payload(db, table, seq, rows)
+	if err != nil {
+		b.mu.Unlock()
+		return WriteResult{}, err
+	}
+	pending := b.mu.w.Append(payload)
+	b.mu.seq = seq
+	seg := b.mu.open
+	seg.inflight.Add(1)
+	defer seg.inflight.Done()
+	if ch != nil {
+		err = pending.Wait()
+		if err == nil {
+			err = b.cat.Apply(ch)
+		}
+		b.mu.Unlock()
+	} else {
+		b.mu.Unlock()
+		err = pending.Wait()
+	}
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, db, table, err)
+	}
+	if _, err := seg.append(TableKey{db, table}, nb); err != nil {
+		// The record is durable but its rows could not be buffered: a bug,
+		// not bad input (the catalog accepted the batch). Replay would
+		// buffer it again; say so rather than pretend it failed cleanly.
+		b.log.Error("buffering a durable write failed", "database", db, "table", table, "sequence", seq, "err", err)
+		return WriteResult{}, fmt.Errorf("buffer: sequence %d is durable in the WAL but could not be buffered (restart to replay it): %w", seq, err)
+	}
+	return WriteResult{Rows: rows, Sequence: seq, Segment: seg.id}, nil
+}
+
+// bufferedLocked is the bytes held by all segments.
+func (b *WriteBuffer) bufferedLocked() int64 {
+	s := b.mu.open.size.Load()
+	for _, c := range b.mu.closed {
+		s += c.size.Load()
+	}
+	return s
+}
+
+// maybeRollLocked closes the open segment and opens the next one when the
+// open segment is older than SegmentDuration or holds half of MemLimit.
+func (b *WriteBuffer) maybeRollLocked(now time.Time) error {
+	open := b.mu.open
+	age := now.Sub(open.start)
+	empty := open.rows.Load() == 0 && len(open.Tables()) == 0
+	switch {
+	case empty && age >= b.cfg.SegmentDuration:
+		// Nothing to close: let the empty segment start over.
+		open.start = now
+		return nil
+	case empty:
+		return nil
+	case age >= b.cfg.SegmentDuration:
+		return b.rollLocked(now, "segment duration reached")
+	case open.size.Load() >= b.cfg.MemLimit/2:
+		return b.rollLocked(now, "half of buffer memory limit reached")
+	}
+	return nil
+}
+
+func (b *WriteBuffer) rollLocked(now time.Time, why string) error {
+	old := b.mu.open
+	next := old.id + 1
+	if err := b.mu.w.Rotate(next); err != nil {
+		return fmt.Errorf("%w: rolling over to segment %d: %w", ErrWAL, next, err)
+	}
+	old.close(now)
+	b.mu.closed = append(b.mu.closed, old)
+	b.mu.open = newSegment(next, now, walFileName(b.walDir, next), b.cfg.ChunkRows)
+	b.log.Info("segment rolled over", "closed", old.id, "opened", next, "why", why,
+		"rows", old.rows.Load(), "bytes", old.size.Load())
+	b.metrics.rollovers.Inc()
+	select {
+	case b.sealc <- old:
+	default:
+		// The loop is behind; the segment stays unsealed, which costs
+		// only memory slack, and the next rollover tries again.
+	}
+	b.saveCatalogLocked()
+	return nil
+}
+
+// saveCatalogLocked writes the catalog file when it changed. The WAL holds
+// every change too (each record carries its batch's schema), so a failure
+// here loses nothing: it is logged, and tried again at the next rollover.
+func (b *WriteBuffer) saveCatalogLocked() {
+	v := b.cat.Version()
+	if v == b.mu.catSaved {
+		return
+	}
+	if err := b.cat.Save(b.catPath); err != nil {
+		b.log.Error("saving catalog failed; the WAL still holds its changes", "path", b.catPath, "err", err)
+		return
+	}
+	b.mu.catSaved = v
+}
+
+// loop rolls the open segment over on time and seals closed segments.
+func (b *WriteBuffer) loop() {
+	defer close(b.donec)
+	tick := time.NewTicker(min(time.Second, b.cfg.SegmentDuration/4))
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stopc:
+			return
+		case s := <-b.sealc:
+			s.seal()
+		case <-tick.C:
+			b.mu.Lock()
+			if !b.mu.closing {
+				if err := b.maybeRollLocked(b.cfg.Now()); err != nil {
+					b.log.Error("time rollover failed", "err", err)
+				}
+			}
+			b.mu.Unlock()
+		}
+	}
+}
+
+// Segments returns every buffered segment, closed ones first, in id order.
+func (b *WriteBuffer) Segments() []*Segment {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*Segment, 0, len(b.mu.closed)+1)
+	out = append(out, b.mu.closed...)
+	return append(out, b.mu.open)
+}
+
+// Segment returns the buffered segment with that id.
+func (b *WriteBuffer) Segment(id uint64) (*Segment, bool) {
+	for _, s := range b.Segments() {
+		if s.id == id {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Close stops taking writes, waits for writes in flight, closes the WAL
+// and saves the catalog. Buffered data is released.
+func (b *WriteBuffer) Close() error {
+	b.mu.Lock()
+	if b.mu.closing {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.closing = true
+	b.mu.Unlock()
+	close(b.stopc)
+	<-b.donec
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	if err := b.mu.w.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("buffer: closing WAL: %w", err))
+	}
+	for _, s := range append(b.mu.closed, b.mu.open) {
+		s.inflight.Wait()
+	}
+	if v := b.cat.Version(); v != b.mu.catSaved {
+		if err := b.cat.Save(b.catPath); err != nil {
+			errs = append(errs, fmt.Errorf("buffer: saving catalog: %w", err))
+		}
+	}
+	for _, s := range append(b.mu.closed, b.mu.open) {
+		s.release()
+	}
+	b.metrics.unregister()
+	return errors.Join(errs...)
+}

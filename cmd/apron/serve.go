@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/flightsvc"
+	"github.com/apron-db/apron/wal"
+)
+
+type serveFlags struct {
+	addr, metricsAddr   string
+	logLevel, logFormat string
+	walSync             string
+	shutdownTimeout     time.Duration
+	memLimit            byteSize
+	cfg                 buffer.Config
+}
+
+func parseServeFlags(args []string) (*serveFlags, error) {
+	f := &serveFlags{cfg: buffer.DefaultConfig()}
+	f.memLimit = byteSize(f.cfg.MemLimit)
+	fs := flag.NewFlagSet("apron serve", flag.ContinueOnError)
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8082", "address the Flight / Flight SQL gRPC service listens on")
+	fs.StringVar(&f.cfg.DataDir, "data-dir", f.cfg.DataDir, "directory of the WAL and the catalog")
+	fs.DurationVar(&f.cfg.SegmentDuration, "segment-duration", f.cfg.SegmentDuration, "how long a segment takes writes before it rolls over")
+	fs.Var(&f.memLimit, "buffer-mem-limit", "memory for buffered data, e.g. 2GiB; the open segment rolls over at half of it, writes past it get RESOURCE_EXHAUSTED")
+	fs.StringVar(&f.walSync, "wal-sync", "fsync", "fsync: acknowledge a write once its WAL record is fsynced; none: once written to the OS (a machine crash can lose acknowledged writes)")
+	fs.BoolVar(&f.cfg.WALMoveCorrupt, "wal-move-corrupt", false, "at startup, move a WAL file with a corrupt record aside (to <file>.corrupt) and keep its records before the corruption, instead of refusing to start")
+	fs.IntVar(&f.cfg.Limits.MaxDatabases, "max-databases", f.cfg.Limits.MaxDatabases, "most databases")
+	fs.IntVar(&f.cfg.Limits.MaxTables, "max-tables", f.cfg.Limits.MaxTables, "most tables, all databases together")
+	fs.IntVar(&f.cfg.Limits.MaxColumnsPerTable, "max-columns-per-table", f.cfg.Limits.MaxColumnsPerTable, "most columns in a table, time included")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:8083", "address of the HTTP /metrics endpoint (Prometheus); empty to disable")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may take before they are cut off")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := applyEnv(fs); err != nil {
+		return nil, err
+	}
+	f.cfg.MemLimit = int64(f.memLimit)
+	switch f.walSync {
+	case "fsync":
+		f.cfg.WALSync = wal.SyncFsync
+	case "none":
+		f.cfg.WALSync = wal.SyncNone
+	default:
+		return nil, fmt.Errorf("--wal-sync %q: want fsync or none", f.walSync)
+	}
+	return f, f.cfg.Validate()
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func serve(args []string) error {
+	f, err := parseServeFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f.cfg.Logger = log
+	f.cfg.Registerer = reg
+
+	start := time.Now()
+	wb, err := buffer.Open(f.cfg)
+	if err != nil {
+		return err
+	}
+	sql, err := flightsvc.NewSQLServer(wb, log)
+	if err != nil {
+		wb.Close()
+		return err
+	}
+	srv, health := flightsvc.NewGRPCServer(flightsvc.NewService(sql))
+	lis, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		wb.Close()
+		return fmt.Errorf("--addr: %w", err)
+	}
+	var metricsSrv *http.Server
+	metricsAddr := ""
+	if f.metricsAddr != "" {
+		ml, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			lis.Close()
+			wb.Close()
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		metricsAddr = ml.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
+		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
+		"startup", time.Since(start).Round(time.Millisecond))
+
+	select {
+	case err = <-served:
+		log.Error("gRPC server stopped", "err", err)
+	case <-ctx.Done():
+		log.Info("shutting down: no new requests; waiting for in-flight ones", "timeout", f.shutdownTimeout)
+	}
+	health.Shutdown()
+	done := make(chan struct{})
+	go func() { srv.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(f.shutdownTimeout):
+		log.Warn("in-flight requests did not finish in time; cutting them off", "timeout", f.shutdownTimeout)
+		srv.Stop()
+	}
+	if metricsSrv != nil {
+		metricsSrv.Close()
+	}
+	if cerr := wb.Close(); cerr != nil {
+		log.Error("closing buffer", "err", cerr)
+		return cerr
+	}
+	log.Info("apron stopped")
+	return err
+}

@@ -1,0 +1,26 @@
+package flightsvc
+
+import (
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// MaxMessageSize bounds one gRPC message each way. gRPC's default receive
+// limit of 4 MiB is smaller than one 64k-row batch of a few columns, which
+// is what ADBC sends by default.
+const MaxMessageSize = 256 << 20
+
+// NewGRPCServer returns a gRPC server with the Flight service and the
+// standard health service registered. The health service answers SERVING
+// for "" and "arrow.flight.protocol.FlightService".
+func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}, opts...)
+	srv := grpc.NewServer(opts...)
+	flight.RegisterFlightServiceServer(srv, svc)
+	h := health.NewServer()
+	healthpb.RegisterHealthServer(srv, h)
+	h.SetServingStatus("arrow.flight.protocol.FlightService", healthpb.HealthCheckResponse_SERVING)
+	return srv, h
+}
