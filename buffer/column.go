@@ -306,7 +306,11 @@ func (c *stringColumn) array(n int, own bool) arrow.Array {
 	idxData := array.NewDataWithDictionary(stringDictType, n,
 		[]*memory.Buffer{bitmap, memory.NewBufferBytes(bytesOf(idx))}, nulls, 0, dictData)
 	defer idxData.Release()
-	return array.MakeFromData(idxData)
+	arr := array.MakeFromData(idxData).(*array.Dictionary)
+	// Dictionary() builds its array on first call, unsynchronized; build it
+	// now, before readers share the chunk.
+	arr.Dictionary()
+	return arr
 }
 
 func (c *stringColumn) size() int64 {

@@ -1,0 +1,38 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by PlanWrite, Apply and the lookups
+// wraps exactly one of them, so the gRPC layer can map them to status codes
+// with errors.Is.
+var (
+	ErrInvalidName      = errors.New("catalog: invalid name")
+	ErrInvalidSchema    = errors.New("catalog: invalid schema")
+	ErrUnsupportedType  = errors.New("catalog: unsupported type")
+	ErrTypeMismatch     = errors.New("catalog: type mismatch")
+	ErrTableNotFound    = errors.New("catalog: table not found")
+	ErrDatabaseNotFound = errors.New("catalog: database not found")
+	ErrTableExists      = errors.New("catalog: table already exists")
+	ErrLimitExceeded    = errors.New("catalog: limit exceeded")
+	// ErrCorrupt is wrapped by Load when the catalog file cannot be decoded
+	// or violates the catalog's invariants.
+	ErrCorrupt = errors.New("corrupt catalog file")
+)
+
+// catalogError carries a complete, user-facing message and one sentinel
+// kind. The sentinel's own text is not repeated: the message already says
+// what went wrong, and where.
+type catalogError struct {
+	kind error
+	msg  string
+}
+
+func (e *catalogError) Error() string { return e.msg }
+func (e *catalogError) Unwrap() error { return e.kind }
+
+func newError(kind error, format string, args ...any) error {
+	return &catalogError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}

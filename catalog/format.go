@@ -1,0 +1,181 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// formatVersion is the version of the catalog file layout described in
+// doc.go. Bump it for any change an older server could misread.
+const formatVersion = 1
+
+type fileCatalog struct {
+	FormatVersion  int            `json:"format_version"`
+	Version        uint64         `json:"version"`
+	NextDatabaseID uint64         `json:"next_database_id"`
+	NextTableID    uint64         `json:"next_table_id"`
+	Databases      []fileDatabase `json:"databases"`
+}
+
+type fileDatabase struct {
+	Name   string      `json:"name"`
+	ID     uint64      `json:"id"`
+	Tables []fileTable `json:"tables"`
+}
+
+type fileTable struct {
+	Name    string       `json:"name"`
+	ID      uint64       `json:"id"`
+	Columns []fileColumn `json:"columns"`
+}
+
+type fileColumn struct {
+	Name     string `json:"name"`
+	ID       int    `json:"id"`
+	Type     string `json:"type"`
+	Unit     string `json:"unit,omitempty"`
+	TimeZone string `json:"time_zone,omitempty"`
+}
+
+// encodeSnapshot renders s as the catalog file. The output is
+// deterministic (databases and tables sorted, columns in order) so that
+// golden files and diffs are meaningful.
+func encodeSnapshot(s *Snapshot) ([]byte, error) {
+	fc := fileCatalog{
+		FormatVersion:  formatVersion,
+		Version:        s.version,
+		NextDatabaseID: s.nextDatabaseID,
+		NextTableID:    s.nextTableID,
+		Databases:      make([]fileDatabase, 0, len(s.sorted)),
+	}
+	for _, d := range s.sorted {
+		fd := fileDatabase{Name: d.Name, ID: d.ID, Tables: make([]fileTable, 0, len(d.sorted))}
+		for _, t := range d.sorted {
+			ft := fileTable{Name: t.Name, ID: t.ID, Columns: make([]fileColumn, 0, len(t.Columns))}
+			for _, c := range t.Columns {
+				fcol, err := encodeType(c.Type)
+				if err != nil {
+					return nil, fmt.Errorf("catalog: encode db %q table %q column %q: %w", d.Name, t.Name, c.Name, err)
+				}
+				fcol.Name, fcol.ID = c.Name, c.ID
+				ft.Columns = append(ft.Columns, fcol)
+			}
+			fd.Tables = append(fd.Tables, ft)
+		}
+		fc.Databases = append(fc.Databases, fd)
+	}
+	out, err := json.MarshalIndent(fc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: encode: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// decodeSnapshot parses a catalog file and checks every invariant the rest
+// of the package relies on (valid names, time first, unique IDs), since a
+// hand-edited or damaged file must not crash the server later. Errors wrap
+// ErrCorrupt only.
+func decodeSnapshot(data []byte) (*Snapshot, error) {
+	// Read the version first: a file from a newer server may have fields
+	// this one does not know, and deserves a clearer message than
+	// "unknown field". Unmarshal also rejects trailing data.
+	var head struct {
+		FormatVersion *int `json:"format_version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if head.FormatVersion == nil {
+		return nil, fmt.Errorf("%w: no format_version", ErrCorrupt)
+	}
+	if *head.FormatVersion != formatVersion {
+		return nil, fmt.Errorf("%w: format_version %d, this server reads %d", ErrCorrupt, *head.FormatVersion, formatVersion)
+	}
+
+	var fc fileCatalog
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	s, err := buildSnapshot(&fc)
+	if err != nil {
+		// %v, not %w: a name or type error inside the file is corruption,
+		// and callers should see only ErrCorrupt.
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return s, nil
+}
+
+func buildSnapshot(fc *fileCatalog) (*Snapshot, error) {
+	dbs := make(map[string]*Database, len(fc.Databases))
+	dbIDs := map[uint64]bool{}
+	tableIDs := map[uint64]bool{}
+	var maxDB, maxTable uint64
+	for _, fd := range fc.Databases {
+		if err := ValidateDatabaseName(fd.Name); err != nil {
+			return nil, err
+		}
+		if dbs[fd.Name] != nil {
+			return nil, fmt.Errorf("database %q appears twice", fd.Name)
+		}
+		if fd.ID == 0 || dbIDs[fd.ID] {
+			return nil, fmt.Errorf("database %q: id %d is zero or reused", fd.Name, fd.ID)
+		}
+		dbIDs[fd.ID] = true
+		maxDB = max(maxDB, fd.ID)
+		tables := make(map[string]*Table, len(fd.Tables))
+		for _, ft := range fd.Tables {
+			if err := ValidateTableName(fd.Name, ft.Name); err != nil {
+				return nil, err
+			}
+			if tables[ft.Name] != nil {
+				return nil, fmt.Errorf("db %q: table %q appears twice", fd.Name, ft.Name)
+			}
+			if ft.ID == 0 || tableIDs[ft.ID] {
+				return nil, fmt.Errorf("db %q table %q: id %d is zero or reused", fd.Name, ft.Name, ft.ID)
+			}
+			tableIDs[ft.ID] = true
+			maxTable = max(maxTable, ft.ID)
+			cols, err := buildColumns(fd.Name, ft)
+			if err != nil {
+				return nil, err
+			}
+			tables[ft.Name] = newTable(fd.Name, ft.Name, ft.ID, cols)
+		}
+		dbs[fd.Name] = newDatabase(fd.Name, fd.ID, tables)
+	}
+	if fc.NextDatabaseID <= maxDB || fc.NextTableID <= maxTable {
+		return nil, fmt.Errorf("next ids (database %d, table %d) not above the ids in use (%d, %d)",
+			fc.NextDatabaseID, fc.NextTableID, maxDB, maxTable)
+	}
+	return newSnapshot(fc.Version, dbs, fc.NextDatabaseID, fc.NextTableID), nil
+}
+
+func buildColumns(db string, ft fileTable) ([]Column, error) {
+	if len(ft.Columns) == 0 || ft.Columns[0].Name != TimeColumn || ft.Columns[0].ID != 0 {
+		return nil, fmt.Errorf("db %q table %q: column 0 must be %q with id 0", db, ft.Name, TimeColumn)
+	}
+	cols := make([]Column, 0, len(ft.Columns))
+	names := map[string]bool{}
+	ids := map[int]bool{}
+	for _, fcol := range ft.Columns {
+		if err := ValidateColumnName(db, ft.Name, fcol.Name); err != nil {
+			return nil, err
+		}
+		if names[fcol.Name] || fcol.ID < 0 || ids[fcol.ID] {
+			return nil, fmt.Errorf("db %q table %q column %q: duplicate name or bad id %d", db, ft.Name, fcol.Name, fcol.ID)
+		}
+		names[fcol.Name], ids[fcol.ID] = true, true
+		dt, err := decodeType(fcol)
+		if err != nil {
+			return nil, fmt.Errorf("db %q table %q column %q: %w", db, ft.Name, fcol.Name, err)
+		}
+		if fcol.Name == TimeColumn && !isTimeType(dt) {
+			return nil, fmt.Errorf("db %q table %q: column %q has type %s, want %s", db, ft.Name, TimeColumn, dt, timeType)
+		}
+		cols = append(cols, Column{Name: fcol.Name, Type: dt, ID: fcol.ID})
+	}
+	return cols, nil
+}

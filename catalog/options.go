@@ -1,0 +1,46 @@
+package catalog
+
+// IfNotExists says what a write does when its table does not exist.
+type IfNotExists int
+
+const (
+	// CreateTable creates the table (and its database) from the batch's
+	// schema. It is the zero value.
+	CreateTable IfNotExists = iota
+	// FailIfNotExists rejects the write with ErrTableNotFound.
+	FailIfNotExists
+)
+
+// IfExists says what a write does when its table already exists.
+type IfExists int
+
+const (
+	// AppendIfExists appends to the table, adding new columns. It is the
+	// zero value.
+	AppendIfExists IfExists = iota
+	// FailIfExists rejects the write with ErrTableExists.
+	FailIfExists
+)
+
+// WriteOptions are the per-write choices of the client.
+type WriteOptions struct {
+	IfNotExists IfNotExists
+	IfExists    IfExists
+	// Replay is set when replaying the WAL: the write was accepted once, so
+	// modes and limits (which may have been lowered since) are not checked
+	// again. Types still are.
+	Replay bool
+}
+
+// Change is what a write would do to the catalog. A nil *Change means the
+// write fits the catalog as it is.
+type Change struct {
+	Database    string
+	NewDatabase bool
+	Table       string
+	NewTable    bool
+	// NewColumns are the columns to add, by name and logical type, in
+	// first-seen order. For a new table they are all its columns, time
+	// first. IDs are assigned by Apply; the ID field is ignored here.
+	NewColumns []Column
+}
