@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -56,7 +57,7 @@ func newColumn(dt arrow.DataType) (column, error) {
 	case arrow.BOOL:
 		return &boolColumn{}, nil
 	case arrow.STRING:
-		return newStringColumn(), nil
+		return newStringColumn(0), nil
 	case arrow.BINARY:
 		return &binaryColumn{offsets: []int32{0}}, nil
 	}
@@ -233,8 +234,10 @@ type stringColumn struct {
 	data    []byte
 }
 
-func newStringColumn() *stringColumn {
-	return &stringColumn{index: make(map[string]int32), offsets: []int32{0}}
+// newStringColumn returns an empty string column expecting about
+// distinct values.
+func newStringColumn(distinct int) *stringColumn {
+	return &stringColumn{index: make(map[string]int32, distinct), offsets: []int32{0}}
 }
 
 var stringDictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
@@ -244,8 +247,8 @@ func (c *stringColumn) appendFrom(arr arrow.Array, off, n int) error {
 	if err != nil {
 		return err
 	}
-	if len(c.data)+n > 1<<30 {
-		return fmt.Errorf("buffer: string dictionary of a chunk over 1 GiB")
+	if sv.dict != nil {
+		return c.appendDictionary(sv, off, n)
 	}
 	for i := off; i < off+n; i++ {
 		if arr.IsNull(i) {
@@ -254,7 +257,46 @@ func (c *stringColumn) appendFrom(arr arrow.Array, off, n int) error {
 		}
 		c.idx = append(c.idx, c.intern(sv.value(i)))
 	}
+	if len(c.data) > 1<<30 {
+		return fmt.Errorf("buffer: string dictionary of a chunk over 1 GiB")
+	}
 	c.valid.appendFrom(arr, off, n)
+	return nil
+}
+
+// appendDictionary appends dictionary-encoded strings, looking up each
+// distinct value of the batch once rather than each row. The write path
+// dictionary-encodes every string column before the WAL (see
+// encodeStrings), so this is how rows reach the buffer, live and on replay.
+func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
+	d := sv.dict
+	dictLen := d.Dictionary().Len()
+	// remap[i] is 1 + our index of the batch's dictionary value i.
+	remap := make([]int32, dictLen)
+	for i := off; i < off+n; i++ {
+		if d.IsNull(i) {
+			c.idx = append(c.idx, c.nullIndex())
+			continue
+		}
+		di := d.GetValueIndex(i)
+		if di < 0 || di >= dictLen {
+			return fmt.Errorf("buffer: dictionary index %d out of range [0, %d)", di, dictLen)
+		}
+		id := remap[di] - 1
+		if id < 0 {
+			if sv.dstr != nil {
+				id = c.intern(sv.dstr.Value(di))
+			} else {
+				id = c.intern(sv.dlarge.Value(di))
+			}
+			remap[di] = id + 1
+		}
+		c.idx = append(c.idx, id)
+	}
+	if len(c.data) > 1<<30 {
+		return fmt.Errorf("buffer: string dictionary of a chunk over 1 GiB")
+	}
+	c.valid.appendFrom(d, off, n)
 	return nil
 }
 
@@ -265,7 +307,9 @@ func (c *stringColumn) intern(s string) int32 {
 	id := int32(len(c.offsets) - 1)
 	c.data = append(c.data, s...)
 	c.offsets = append(c.offsets, int32(len(c.data)))
-	c.index[s] = id
+	// s may point into an Arrow buffer that is released after the write;
+	// the key must own its bytes.
+	c.index[strings.Clone(s)] = id
 	return id
 }
 

@@ -58,6 +58,14 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*bat
 		cols[i] = timeArr
 	}
 	defer timeArr.Release()
+	for i, f := range fields {
+		if id := f.Type.ID(); id == arrow.STRING || id == arrow.LARGE_STRING {
+			dict := encodeStrings(cols[i])
+			defer dict.Release()
+			cols[i] = dict
+			fields[i] = arrow.Field{Name: f.Name, Type: dict.DataType(), Nullable: f.Nullable}
+		}
+	}
 	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 	b := &batch{rec: out, logical: make([]arrow.DataType, len(fields)), times: valuesOf[int64](timeArr)}
 	for i, f := range fields {
@@ -114,4 +122,19 @@ func toNanos(arr arrow.Array) (arrow.Array, error) {
 	data := array.NewData(timeType, len(out), []*memory.Buffer{nil, memory.NewBufferBytes(bytesOf(out))}, nil, 0, 0)
 	defer data.Release()
 	return array.MakeFromData(data), nil
+}
+
+// encodeStrings dictionary-encodes a utf8 or large utf8 column. Hashing
+// each string once here, before the WAL, makes the WAL record smaller
+// (repeated tags cost 4 bytes a row) and lets the buffer and replay intern
+// each distinct value of a batch once instead of each row.
+func encodeStrings(arr arrow.Array) arrow.Array {
+	c := newStringColumn(0)
+	if err := c.appendFrom(arr, 0, arr.Len()); err != nil {
+		// Only a string column over 1 GiB gets here; keep it as it is,
+		// the buffer then interns it row by row.
+		arr.Retain()
+		return arr
+	}
+	return c.array(arr.Len(), true)
 }

@@ -1,0 +1,198 @@
+package buffer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/wal"
+)
+
+// benchSchema is a typical metrics table: two tags, five fields, time.
+var benchSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}},
+	{Name: "host", Type: arrow.BinaryTypes.String},
+	{Name: "region", Type: arrow.BinaryTypes.String},
+	{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "usage_system", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "usage_idle", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "requests", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "healthy", Type: arrow.FixedWidthTypes.Boolean},
+}, nil)
+
+// benchRecord builds n rows starting at row start; hosts is the number of
+// distinct hosts (0: every host name distinct).
+func benchRecord(mem memory.Allocator, start, n, hosts int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, benchSchema)
+	defer b.Release()
+	regions := []string{"us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-south-1"}
+	for i := start; i < start+n; i++ {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.UnixNano() + int64(i)*1000))
+		h := i
+		if hosts > 0 {
+			h = i % hosts
+		}
+		b.Field(1).(*array.StringBuilder).Append("host-" + strconv.Itoa(h))
+		b.Field(2).(*array.StringBuilder).Append(regions[i%len(regions)])
+		b.Field(3).(*array.Float64Builder).Append(float64(i%100) / 3)
+		b.Field(4).(*array.Float64Builder).Append(float64(i%50) / 7)
+		b.Field(5).(*array.Float64Builder).Append(float64(i%10) * 1.5)
+		b.Field(6).(*array.Int64Builder).Append(int64(i))
+		b.Field(7).(*array.BooleanBuilder).Append(i%3 != 0)
+	}
+	return b.NewRecordBatch()
+}
+
+func ipcSize(t testing.TB, rec arrow.RecordBatch) int64 {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return int64(buf.Len())
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkBufferMemory buffers 2M rows and reports the heap bytes each
+// buffered row costs next to its plain (no dictionary) Arrow IPC size.
+// Target: heap/row at most 1.3x ipc/row.
+func BenchmarkBufferMemory(b *testing.B) {
+	for _, hosts := range []int{1000, 0} {
+		name := fmt.Sprintf("hosts=%d", hosts)
+		if hosts == 0 {
+			name = "hosts=all-distinct"
+		}
+		b.Run(name, func(b *testing.B) {
+			const rows, batch = 2_000_000, 50_000
+			for range b.N {
+				cfg := DefaultConfig()
+				cfg.DataDir = b.TempDir()
+				cfg.WALSync = wal.SyncNone
+				wb, err := Open(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ipcBytes int64
+				before := heapInUse()
+				for start := 0; start < rows; start += batch {
+					rec := benchRecord(memory.DefaultAllocator, start, batch, hosts)
+					ipcBytes += ipcSize(b, rec)
+					if _, err := wb.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					rec.Release()
+				}
+				for _, s := range wb.Segments() {
+					s.mu.RLock()
+					for _, t := range s.mu.tables {
+						t.sealAll()
+					}
+					s.mu.RUnlock()
+				}
+				after := heapInUse()
+				heapPerRow := float64(after-before) / rows
+				ipcPerRow := float64(ipcBytes) / rows
+				b.ReportMetric(heapPerRow, "heap-B/row")
+				b.ReportMetric(ipcPerRow, "ipc-B/row")
+				b.ReportMetric(heapPerRow/ipcPerRow, "heap/ipc")
+				wb.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkReplay writes about 1 GB of WAL, then times opening the buffer
+// (replay: read, check, IPC-decode, validate, buffer) next to only reading
+// and IPC-decoding the same files. Target: replay at least 50% as fast.
+func BenchmarkReplay(b *testing.B) {
+	size := int64(1 << 30)
+	if s := os.Getenv("APRON_BENCH_WAL_BYTES"); s != "" {
+		size, _ = strconv.ParseInt(s, 10, 64)
+	}
+	cfg := DefaultConfig()
+	cfg.DataDir = b.TempDir()
+	cfg.WALSync = wal.SyncNone
+	cfg.MemLimit = 8 << 30
+	wb, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var written int64
+	for i := 0; written < size; i++ {
+		rec := benchRecord(memory.DefaultAllocator, i*65536, 65536, 1000)
+		written += ipcSize(b, rec)
+		if _, err := wb.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := wb.Close(); err != nil {
+		b.Fatal(err)
+	}
+	walBytes := dirSize(b, filepath.Join(cfg.DataDir, "wal"))
+
+	b.Run("decode-only", func(b *testing.B) {
+		b.SetBytes(walBytes)
+		for range b.N {
+			_, err := wal.Replay(wal.ReplayOptions{Dir: filepath.Join(cfg.DataDir, "wal"), FS: wal.OSFS()},
+				func(_ uint64, _ int64, payload []byte) error {
+					_, rec, err := decodeEntry(payload, memory.DefaultAllocator)
+					if err != nil {
+						return err
+					}
+					rec.Release()
+					return nil
+				})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("replay", func(b *testing.B) {
+		b.SetBytes(walBytes)
+		for range b.N {
+			start := time.Now()
+			wb, err := Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(time.Since(start).Seconds(), "startup-s")
+			b.StopTimer()
+			wb.Close()
+			b.StartTimer()
+		}
+	})
+}
+
+func dirSize(b *testing.B, dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s int64
+	for _, e := range entries {
+		fi, _ := e.Info()
+		s += fi.Size()
+	}
+	return s
+}

@@ -1,0 +1,468 @@
+package wal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SyncMode tells whether the Writer fsyncs before acknowledging records.
+type SyncMode int
+
+const (
+	// SyncFsync acknowledges a record only once an fdatasync covers it.
+	SyncFsync SyncMode = iota
+	// SyncNone acknowledges a record once it is written to the OS; files
+	// are still synced at creation, rotation and close.
+	SyncNone
+)
+
+func (m SyncMode) String() string {
+	switch m {
+	case SyncFsync:
+		return "fsync"
+	case SyncNone:
+		return "none"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// Options configure a Writer.
+type Options struct {
+	Dir        string
+	Sync       SyncMode
+	FS         FS                    // nil: the OS file system
+	Logger     *slog.Logger          // nil: discard
+	Registerer prometheus.Registerer // nil: metrics are not registered
+}
+
+// ErrClosed is returned by Append and Rotate on a closed Writer.
+var ErrClosed = errors.New("wal: writer closed")
+
+// writeBufferSize is the size of the buffer that gathers the records of a
+// group into few write calls; larger payloads pass through it.
+const writeBufferSize = 1 << 20
+
+// Writer appends records to the WAL file of the current segment. It is safe
+// for concurrent use. One goroutine owns the file: it writes every queued
+// record, syncs once per group, and then releases the group's waiters.
+type Writer struct {
+	fs       FS
+	dir      string
+	syncMode SyncMode
+	logger   *slog.Logger
+	metrics  *metrics
+
+	signal chan struct{} // capacity 1: work was queued or Close was called
+	donec  chan struct{} // closed when the flush goroutine returns
+
+	mu struct {
+		sync.Mutex
+		queue   []*Pending
+		closing bool
+		err     error // sticky: every later Append and Rotate fails with it
+		segment uint64
+	}
+
+	closeOnce sync.Once
+	closeErr  error // set by the flush goroutine before donec is closed
+
+	// Owned by the flush goroutine (and Create, before it starts).
+	f      File
+	bw     *bufio.Writer
+	seg    uint64
+	off    int64 // bytes written or buffered to f
+	synced int64 // bytes of f covered by a completed sync
+	failed error // the first write/sync/create error
+	hdr    [RecordHeaderSize]byte
+}
+
+// Pending is a queued Append or Rotate.
+type Pending struct {
+	rotate   bool
+	payload  []byte
+	crc      uint32
+	rotateTo uint64
+
+	done chan struct{}
+	err  error
+	seg  uint64
+	off  int64
+}
+
+// Wait blocks until the record is written and, with SyncFsync, covered by a
+// completed sync, or returns the error that prevented it.
+func (p *Pending) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// Position returns the segment and the file offset of the record header.
+// It is valid once Wait has returned nil.
+func (p *Pending) Position() (segmentID uint64, offset int64) {
+	return p.seg, p.off
+}
+
+// End returns the file offset just past the record. Valid once Wait has
+// returned nil.
+func (p *Pending) End() int64 {
+	return p.off + RecordHeaderSize + int64(len(p.payload))
+}
+
+func failedPending(err error) *Pending {
+	p := &Pending{done: make(chan struct{}), err: err}
+	close(p.done)
+	return p
+}
+
+// Create creates the WAL file of segmentID in opts.Dir (creating the
+// directory if needed) and starts the Writer. The file must not exist.
+func Create(opts Options, segmentID uint64) (*Writer, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("wal: Options.Dir is empty")
+	}
+	if opts.Sync != SyncFsync && opts.Sync != SyncNone {
+		return nil, fmt.Errorf("wal: invalid sync mode %d", int(opts.Sync))
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = OSFS()
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("wal: register metrics: %w", err)
+	}
+	w := &Writer{
+		fs:       fs,
+		dir:      opts.Dir,
+		syncMode: opts.Sync,
+		logger:   logger,
+		metrics:  m,
+		signal:   make(chan struct{}, 1),
+		donec:    make(chan struct{}),
+		bw:       bufio.NewWriterSize(nil, writeBufferSize),
+	}
+	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create directory: %w", err)
+	}
+	// The directory may be new: make its entry in the parent durable.
+	if err := fs.SyncDir(filepath.Dir(filepath.Clean(opts.Dir))); err != nil {
+		return nil, fmt.Errorf("wal: sync parent of %s: %w", opts.Dir, err)
+	}
+	if err := w.createFile(segmentID); err != nil {
+		m.failures.Inc()
+		return nil, err
+	}
+	w.mu.segment = segmentID
+	go w.run()
+	return w, nil
+}
+
+func (w *Writer) path(segmentID uint64) string {
+	return filepath.Join(w.dir, SegmentFileName(segmentID))
+}
+
+// createFile creates the file of a segment, writes its header and syncs it
+// and the directory. On success the file is w.f.
+func (w *Writer) createFile(segmentID uint64) error {
+	path := w.path(segmentID)
+	f, err := w.fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("wal: segment %d: create %s: %w", segmentID, path, err)
+	}
+	fail := func(op string, err error) error {
+		_ = f.Close()
+		// Nothing in it was acknowledged; a leftover would be replayed as a
+		// torn header anyway.
+		_ = w.fs.Remove(path)
+		return fmt.Errorf("wal: segment %d: %s %s: %w", segmentID, op, path, err)
+	}
+	hdr := appendFileHeader(nil, segmentID)
+	if n, err := f.Write(hdr); err != nil {
+		return fail("write header of", err)
+	} else if n != len(hdr) {
+		return fail("write header of", errors.New("short write"))
+	}
+	if err := w.sync(f); err != nil {
+		return fail("sync", err)
+	}
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		return fail("sync directory of", err)
+	}
+	w.f = f
+	w.bw.Reset(f)
+	w.seg = segmentID
+	w.off = FileHeaderSize
+	w.synced = FileHeaderSize
+	w.logger.Debug("wal: created file", "file", path, "segment", segmentID)
+	return nil
+}
+
+func (w *Writer) sync(f File) error {
+	start := time.Now()
+	err := f.Sync()
+	w.metrics.fsyncs.Inc()
+	w.metrics.fsyncDuration.Observe(time.Since(start).Seconds())
+	return err
+}
+
+// Append queues a record and returns at once, without waiting for I/O.
+// payload must not be modified until Wait returns. The checksum is computed
+// here, on the caller's goroutine.
+func (w *Writer) Append(payload []byte) *Pending {
+	if len(payload) == 0 {
+		return failedPending(errors.New("wal: empty record"))
+	}
+	if len(payload) > MaxRecordSize {
+		return failedPending(fmt.Errorf("wal: record of %d bytes exceeds the maximum of %d", len(payload), MaxRecordSize))
+	}
+	p := &Pending{payload: payload, crc: recordCRC(payload), done: make(chan struct{})}
+	if err := w.enqueue(p); err != nil {
+		return failedPending(err)
+	}
+	return p
+}
+
+// Rotate makes newSegmentID's file the current one: records appended before
+// the call go to the old file, which is synced and closed; records appended
+// after it go to the new file. It blocks until the new file is created and
+// synced. newSegmentID must be larger than the current id.
+func (w *Writer) Rotate(newSegmentID uint64) error {
+	p := &Pending{rotate: true, rotateTo: newSegmentID, done: make(chan struct{})}
+	if err := w.enqueue(p); err != nil {
+		return err
+	}
+	return p.Wait()
+}
+
+func (w *Writer) enqueue(p *Pending) error {
+	w.mu.Lock()
+	if w.mu.err != nil {
+		err := w.mu.err
+		w.mu.Unlock()
+		return err
+	}
+	if w.mu.closing {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.mu.queue = append(w.mu.queue, p)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Err returns the sticky error that made the Writer unusable, if any.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.err
+}
+
+// SegmentID returns the id of the segment whose file is current.
+func (w *Writer) SegmentID() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.segment
+}
+
+// Close waits for the queued records (they complete normally), syncs and
+// closes the file, and stops the flush goroutine. Later calls return the
+// same result.
+func (w *Writer) Close() error {
+	w.closeOnce.Do(func() {
+		w.mu.Lock()
+		w.mu.closing = true
+		w.mu.Unlock()
+		select {
+		case w.signal <- struct{}{}:
+		default:
+		}
+		<-w.donec
+	})
+	return w.closeErr
+}
+
+// run is the flush goroutine.
+func (w *Writer) run() {
+	defer close(w.donec)
+	var batch []*Pending
+	for {
+		w.mu.Lock()
+		for len(w.mu.queue) == 0 && !w.mu.closing {
+			w.mu.Unlock()
+			<-w.signal
+			w.mu.Lock()
+		}
+		// Swap the queue with the (empty) slice of the previous batch:
+		// writers queue the next group while this one is written.
+		batch, w.mu.queue = w.mu.queue, batch[:0]
+		w.mu.Unlock()
+		if len(batch) == 0 { // closing and nothing left
+			w.closeErr = w.finish()
+			return
+		}
+		w.process(batch)
+		clear(batch)
+	}
+}
+
+// process handles a batch in order: runs of records are written as groups,
+// rotations between them.
+func (w *Writer) process(batch []*Pending) {
+	for len(batch) > 0 {
+		n := 0
+		for n < len(batch) && !batch[n].rotate {
+			n++
+		}
+		if n > 0 {
+			w.writeGroup(batch[:n])
+			batch = batch[n:]
+			continue
+		}
+		p := batch[0]
+		p.err = w.rotate(p.rotateTo)
+		close(p.done)
+		batch = batch[1:]
+	}
+}
+
+// writeGroup writes the records of a group, syncs once and releases them.
+func (w *Writer) writeGroup(group []*Pending) {
+	err := w.stickyErr()
+	if err == nil {
+		err = w.writeAndSync(group)
+	}
+	if err == nil {
+		var bytes int64
+		for _, p := range group {
+			bytes += RecordHeaderSize + int64(len(p.payload))
+		}
+		w.metrics.records.Add(float64(len(group)))
+		w.metrics.bytesWritten.Add(float64(bytes))
+		w.metrics.groupRecords.Observe(float64(len(group)))
+	}
+	for _, p := range group {
+		p.err = err
+		close(p.done)
+	}
+}
+
+func (w *Writer) writeAndSync(group []*Pending) error {
+	start := w.off
+	for _, p := range group {
+		binary.LittleEndian.PutUint32(w.hdr[0:4], uint32(len(p.payload)))
+		binary.LittleEndian.PutUint32(w.hdr[4:8], p.crc)
+		p.seg, p.off = w.seg, w.off
+		// bufio.Writer keeps the first error; it is returned by Flush.
+		_, _ = w.bw.Write(w.hdr[:])
+		_, _ = w.bw.Write(p.payload)
+		w.off += RecordHeaderSize + int64(len(p.payload))
+	}
+	if err := w.bw.Flush(); err != nil {
+		// The file may now end in a partial record: it is poisoned, and
+		// replay will cut the torn tail.
+		return w.fail("write", fmt.Errorf("wal: segment %d offset %d: write: %w", w.seg, start, err), err)
+	}
+	if w.syncMode == SyncFsync {
+		if err := w.sync(w.f); err != nil {
+			return w.fail("fsync", fmt.Errorf("wal: segment %d offset %d: fsync: %w", w.seg, w.off, err), err)
+		}
+		w.synced = w.off
+	}
+	return nil
+}
+
+// fail records the first failure: err goes to the current waiters, and every
+// later operation fails with an error wrapping cause.
+func (w *Writer) fail(op string, err, cause error) error {
+	w.failed = err
+	w.metrics.failures.Inc()
+	sticky := fmt.Errorf("wal: segment %d: %s failed earlier; restart required: %w", w.seg, op, cause)
+	w.mu.Lock()
+	w.mu.err = sticky
+	w.mu.Unlock()
+	w.logger.Error("wal: writer failed; every later write fails until restart", "segment", w.seg, "op", op, "err", err)
+	return err
+}
+
+func (w *Writer) stickyErr() error {
+	if w.failed == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.err
+}
+
+// syncIfNeeded syncs what was written and not yet synced (SyncNone).
+func (w *Writer) syncIfNeeded() error {
+	if err := w.bw.Flush(); err != nil {
+		return w.fail("write", fmt.Errorf("wal: segment %d offset %d: write: %w", w.seg, w.synced, err), err)
+	}
+	if w.synced == w.off {
+		return nil
+	}
+	if err := w.sync(w.f); err != nil {
+		return w.fail("fsync", fmt.Errorf("wal: segment %d offset %d: fsync: %w", w.seg, w.off, err), err)
+	}
+	w.synced = w.off
+	return nil
+}
+
+func (w *Writer) rotate(newID uint64) error {
+	if err := w.stickyErr(); err != nil {
+		return err
+	}
+	if newID <= w.seg {
+		return fmt.Errorf("wal: rotate from segment %d to %d: segment ids must grow", w.seg, newID)
+	}
+	if err := w.syncIfNeeded(); err != nil {
+		return err
+	}
+	old := w.f
+	w.f = nil
+	if err := old.Close(); err != nil {
+		return w.fail("close", fmt.Errorf("wal: segment %d: close: %w", w.seg, err), err)
+	}
+	if err := w.createFile(newID); err != nil {
+		return w.fail("create", err, err)
+	}
+	w.mu.Lock()
+	w.mu.segment = newID
+	w.mu.Unlock()
+	return nil
+}
+
+// finish syncs and closes the current file.
+func (w *Writer) finish() error {
+	if w.f == nil {
+		return w.stickyErr()
+	}
+	var serr error
+	if w.failed == nil {
+		serr = w.syncIfNeeded()
+	} else {
+		serr = w.stickyErr()
+	}
+	cerr := w.f.Close()
+	w.f = nil
+	if cerr != nil {
+		cerr = fmt.Errorf("wal: segment %d: close: %w", w.seg, cerr)
+	}
+	return errors.Join(serr, cerr)
+}
