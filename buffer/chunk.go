@@ -26,24 +26,36 @@ type Chunk struct {
 // openChunk is the chunk of a partition that takes appends until it holds
 // chunkRows rows and is sealed.
 type openChunk struct {
+	dicts  map[string]*stringDict // the partition's, by column name
 	fields []arrow.Field
 	cols   []column
 	byName map[string]int
 	n      int
+	rows   int // rows it is expected to take, for reserve
 	minT   int64
 	maxT   int64
 }
 
-func newOpenChunk() *openChunk {
-	return &openChunk{byName: make(map[string]int), minT: math.MaxInt64, maxT: math.MinInt64}
+// newOpenChunk returns an empty chunk over a partition's dictionaries that
+// expects about rows rows.
+func newOpenChunk(dicts map[string]*stringDict, rows int) *openChunk {
+	return &openChunk{dicts: dicts, rows: rows, byName: make(map[string]int), minT: math.MaxInt64, maxT: math.MinInt64}
 }
 
 // addColumn adds a column, null in the rows already there.
 func (c *openChunk) addColumn(name string, logical arrow.DataType) (int, error) {
-	col, err := newColumn(logical)
+	var dict *stringDict
+	if logical.ID() == arrow.STRING {
+		if dict = c.dicts[name]; dict == nil {
+			dict = newStringDict()
+			c.dicts[name] = dict
+		}
+	}
+	col, err := newColumn(logical, dict)
 	if err != nil {
 		return 0, err
 	}
+	col.reserve(c.rows)
 	if c.n > 0 {
 		col.appendNulls(c.n)
 	}

@@ -2,7 +2,6 @@ package buffer
 
 import (
 	"fmt"
-	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,6 +23,9 @@ type column interface {
 	// column's.
 	appendFrom(arr arrow.Array, off, n int) error
 	appendNulls(n int)
+	// reserve makes room for n rows in all, so that a chunk that will be
+	// filled is allocated once, at its final size.
+	reserve(n int)
 	// array returns the first n rows. own means the chunk is being sealed
 	// and the column will not be appended to again.
 	array(n int, own bool) arrow.Array
@@ -31,8 +33,9 @@ type column interface {
 	size() int64
 }
 
-// newColumn returns an empty column for a catalog logical type.
-func newColumn(dt arrow.DataType) (column, error) {
+// newColumn returns an empty column for a catalog logical type; string
+// columns intern into dict.
+func newColumn(dt arrow.DataType, dict *stringDict) (column, error) {
 	switch dt.ID() {
 	case arrow.INT8:
 		return &fixedColumn[int8]{dt: dt}, nil
@@ -57,7 +60,7 @@ func newColumn(dt arrow.DataType) (column, error) {
 	case arrow.BOOL:
 		return &boolColumn{}, nil
 	case arrow.STRING:
-		return newStringColumn(0), nil
+		return newStringColumn(dict), nil
 	case arrow.BINARY:
 		return &binaryColumn{offsets: []int32{0}}, nil
 	}
@@ -83,6 +86,8 @@ func (c *fixedColumn[T]) appendFrom(arr arrow.Array, off, n int) error {
 	c.valid.appendFrom(arr, off, n)
 	return nil
 }
+
+func (c *fixedColumn[T]) reserve(n int) { c.vals = grow(c.vals, n) }
 
 func (c *fixedColumn[T]) appendNulls(n int) {
 	var zero T
@@ -156,6 +161,8 @@ func (c *boolColumn) appendFrom(arr arrow.Array, off, n int) error {
 	return nil
 }
 
+func (c *boolColumn) reserve(n int) { c.bits = grow(c.bits, int(bitutil.BytesForBits(int64(n)))) }
+
 func (c *boolColumn) appendNulls(n int) {
 	c.growBits(n)
 	bitutil.SetBitsTo(c.bits, int64(c.n), int64(n), false)
@@ -223,148 +230,6 @@ func (s stringValues) value(i int) string {
 	}
 }
 
-// stringColumn dictionary-encodes its strings: each distinct string of the
-// chunk is stored once, and each row holds an int32 index. Tags and other
-// repeated strings of time series take 4 bytes a row instead of their length.
-type stringColumn struct {
-	idx     []int32
-	valid   validity
-	index   map[string]int32
-	offsets []int32 // of the dictionary values; offsets[0] == 0
-	data    []byte
-}
-
-// newStringColumn returns an empty string column expecting about
-// distinct values.
-func newStringColumn(distinct int) *stringColumn {
-	return &stringColumn{index: make(map[string]int32, distinct), offsets: []int32{0}}
-}
-
-var stringDictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-
-func (c *stringColumn) appendFrom(arr arrow.Array, off, n int) error {
-	sv, err := newStringValues(arr)
-	if err != nil {
-		return err
-	}
-	if sv.dict != nil {
-		return c.appendDictionary(sv, off, n)
-	}
-	for i := off; i < off+n; i++ {
-		if arr.IsNull(i) {
-			c.idx = append(c.idx, c.nullIndex())
-			continue
-		}
-		c.idx = append(c.idx, c.intern(sv.value(i)))
-	}
-	if len(c.data) > 1<<30 {
-		return fmt.Errorf("buffer: string dictionary of a chunk over 1 GiB")
-	}
-	c.valid.appendFrom(arr, off, n)
-	return nil
-}
-
-// appendDictionary appends dictionary-encoded strings, looking up each
-// distinct value of the batch once rather than each row. The write path
-// dictionary-encodes every string column before the WAL (see
-// encodeStrings), so this is how rows reach the buffer, live and on replay.
-func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
-	d := sv.dict
-	dictLen := d.Dictionary().Len()
-	// remap[i] is 1 + our index of the batch's dictionary value i.
-	remap := make([]int32, dictLen)
-	for i := off; i < off+n; i++ {
-		if d.IsNull(i) {
-			c.idx = append(c.idx, c.nullIndex())
-			continue
-		}
-		di := d.GetValueIndex(i)
-		if di < 0 || di >= dictLen {
-			return fmt.Errorf("buffer: dictionary index %d out of range [0, %d)", di, dictLen)
-		}
-		id := remap[di] - 1
-		if id < 0 {
-			if sv.dstr != nil {
-				id = c.intern(sv.dstr.Value(di))
-			} else {
-				id = c.intern(sv.dlarge.Value(di))
-			}
-			remap[di] = id + 1
-		}
-		c.idx = append(c.idx, id)
-	}
-	if len(c.data) > 1<<30 {
-		return fmt.Errorf("buffer: string dictionary of a chunk over 1 GiB")
-	}
-	c.valid.appendFrom(d, off, n)
-	return nil
-}
-
-func (c *stringColumn) intern(s string) int32 {
-	if id, ok := c.index[s]; ok {
-		return id
-	}
-	id := int32(len(c.offsets) - 1)
-	c.data = append(c.data, s...)
-	c.offsets = append(c.offsets, int32(len(c.data)))
-	// s may point into an Arrow buffer that is released after the write;
-	// the key must own its bytes.
-	c.index[strings.Clone(s)] = id
-	return id
-}
-
-// nullIndex is the index stored in null rows: it must point into the
-// dictionary, since some readers look values up before checking validity.
-func (c *stringColumn) nullIndex() int32 {
-	if len(c.offsets) == 1 {
-		return c.intern("")
-	}
-	return 0
-}
-
-func (c *stringColumn) appendNulls(n int) {
-	id := c.nullIndex()
-	for range n {
-		c.idx = append(c.idx, id)
-	}
-	c.valid.appendNulls(n)
-}
-
-func (c *stringColumn) array(n int, own bool) arrow.Array {
-	// The dictionary holds at least the strings of the first n rows; strings
-	// interned later sit beyond and do no harm.
-	nd := len(c.offsets) - 1
-	offsets := c.offsets[: nd+1 : nd+1]
-	data := c.data[:offsets[nd]:offsets[nd]]
-	idx := c.idx[:n:n]
-	if own {
-		offsets = shrink(offsets)
-		data = shrink(data)
-		idx = shrink(idx)
-		c.index = nil // let the map go with the chunk
-	}
-	dictData := array.NewData(arrow.BinaryTypes.String, nd,
-		[]*memory.Buffer{nil, memory.NewBufferBytes(bytesOf(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0)
-	defer dictData.Release()
-	bitmap, nulls := c.valid.buffer(n, own)
-	idxData := array.NewDataWithDictionary(stringDictType, n,
-		[]*memory.Buffer{bitmap, memory.NewBufferBytes(bytesOf(idx))}, nulls, 0, dictData)
-	defer idxData.Release()
-	arr := array.MakeFromData(idxData).(*array.Dictionary)
-	// Dictionary() builds its array on first call, unsynchronized; build it
-	// now, before readers share the chunk.
-	arr.Dictionary()
-	return arr
-}
-
-func (c *stringColumn) size() int64 {
-	// A Go map entry for a string key costs about 16 bytes of header plus
-	// the index and bucket overhead; the string bytes are shared with no
-	// one, so count them again.
-	return int64(cap(c.idx))*4 + c.valid.size() + int64(cap(c.offsets))*4 + int64(cap(c.data)) +
-		int64(len(c.index))*48 + int64(len(c.data))
-}
-
 type binaryColumn struct {
 	offsets []int32
 	data    []byte
@@ -393,6 +258,8 @@ func (c *binaryColumn) appendFrom(arr arrow.Array, off, n int) error {
 	c.valid.appendFrom(arr, off, n)
 	return nil
 }
+
+func (c *binaryColumn) reserve(n int) { c.offsets = grow(c.offsets, n+1) }
 
 func (c *binaryColumn) appendNulls(n int) {
 	for range n {
@@ -425,4 +292,14 @@ func shrink[T fixedWidth](s []T) []T {
 		return append([]T(nil), s...)
 	}
 	return s
+}
+
+// grow returns s with capacity for n elements in all.
+func grow[T fixedWidth](s []T, n int) []T {
+	if cap(s) >= n {
+		return s
+	}
+	out := make([]T, len(s), n)
+	copy(out, s)
+	return out
 }

@@ -69,13 +69,14 @@ func estimateIPC(rec arrow.RecordBatch) int64 {
 	return s
 }
 
-// decodeEntry reads a WAL payload back into its header and batch.
+// decodeEntry reads a WAL payload back into its header and batch. The
+// batch aliases payload (see sliceMessageReader).
 func decodeEntry(payload []byte, mem memory.Allocator) (wal.Entry, arrow.RecordBatch, error) {
 	e, err := wal.DecodeEntry(payload)
 	if err != nil {
 		return e, nil, err
 	}
-	r, err := ipc.NewReader(bytes.NewReader(e.IPC), ipc.WithAllocator(mem))
+	r, err := ipc.NewReaderFromMessageReader(&sliceMessageReader{b: e.IPC}, ipc.WithAllocator(mem))
 	if err != nil {
 		return e, nil, fmt.Errorf("decoding the batch of %s.%s sequence %d: %w", e.Database, e.Table, e.Sequence, err)
 	}

@@ -129,7 +129,7 @@ func toNanos(arr arrow.Array) (arrow.Array, error) {
 // (repeated tags cost 4 bytes a row) and lets the buffer and replay intern
 // each distinct value of a batch once instead of each row.
 func encodeStrings(arr arrow.Array) arrow.Array {
-	c := newStringColumn(0)
+	c := newStringColumn(nil)
 	if err := c.appendFrom(arr, 0, arr.Len()); err != nil {
 		// Only a string column over 1 GiB gets here; keep it as it is,
 		// the buffer then interns it row by row.

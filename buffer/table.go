@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"sync"
 )
 
@@ -23,6 +24,53 @@ type partition struct {
 	day    int64
 	sealed []Chunk
 	open   *openChunk
+	// dicts intern the partition's string columns, shared by its chunks.
+	dicts map[string]*stringDict
+	// retired counts the bytes of dictionaries no longer taking values but
+	// still referenced by sealed chunks.
+	retired int64
+}
+
+// size is the memory held besides sealed chunks: the open chunk and the
+// dictionaries.
+func (p *partition) size() int64 {
+	s := p.retired
+	if p.open != nil {
+		s += p.open.size()
+	}
+	for _, d := range p.dicts {
+		s += d.size()
+	}
+	return s
+}
+
+// maxSharedDict is how many chunks' worth of rows a partition's
+// dictionary may grow to before the next chunk starts a new one, so that a
+// chunk's dictionary stays within a few times its own size.
+const maxSharedDict = 4
+
+// dictsToRetire names the dictionaries that the next chunk should not
+// share: those of nearly unique strings (more distinct values than a
+// quarter of the rows that used them), which gain nothing from sharing,
+// and those grown past maxSharedDict chunks' worth. all retires every one.
+func (p *partition) dictsToRetire(chunkRows int, all bool) []string {
+	var names []string
+	for name, d := range p.dicts {
+		if all || d.len() > (d.chunks+1)*chunkRows/4 || d.len() > maxSharedDict*chunkRows {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// retireDicts drops dictionaries from the partition: the map goes, the
+// values stay with the chunks that use them.
+func (p *partition) retireDicts(names []string) {
+	for _, name := range names {
+		d := p.dicts[name]
+		p.retired += int64(cap(d.offsets))*4 + int64(cap(d.data))
+		delete(p.dicts, name)
+	}
 }
 
 // tableBuffer is one table's rows in one segment, split by day.
@@ -78,14 +126,18 @@ func (t *tableBuffer) appendRunLocked(b *batch, day int64, off, n int) error {
 	}
 	for n > 0 {
 		if p.open == nil {
-			p.open = newOpenChunk()
+			if p.dicts == nil {
+				p.dicts = make(map[string]*stringDict)
+			}
+			p.open = newOpenChunk(p.dicts, min(n, t.chunkRows))
 		}
 		k := min(n, t.chunkRows-p.open.n)
-		before := p.open.size()
-		if err := p.open.append(b, off, k); err != nil {
+		before := p.size()
+		err := p.open.append(b, off, k)
+		t.mu.size += p.size() - before
+		if err != nil {
 			return err
 		}
-		t.mu.size += p.open.size() - before
 		if p.open.n == t.chunkRows {
 			t.sealLocked(p)
 		}
@@ -100,11 +152,22 @@ func (t *tableBuffer) sealLocked(p *partition) {
 	if p.open == nil || p.open.n == 0 {
 		return
 	}
-	before := p.open.size()
+	before := p.size()
+	retire := p.dictsToRetire(t.chunkRows, false)
+	for _, name := range retire {
+		if d := p.dicts[name]; d.chunks == 0 {
+			// No other chunk shares it: give back append's slack.
+			d.shrink()
+		}
+	}
 	c := p.open.chunk(true)
 	p.sealed = append(p.sealed, c)
 	p.open = nil
-	t.mu.size += recordSize(c) - before
+	for _, d := range p.dicts {
+		d.chunks++
+	}
+	p.retireDicts(retire)
+	t.mu.size += recordSize(c) + p.size() - before
 }
 
 // sealAll seals every open chunk; used when a segment closes.
@@ -113,6 +176,9 @@ func (t *tableBuffer) sealAll() {
 	defer t.mu.Unlock()
 	for _, p := range t.mu.parts {
 		t.sealLocked(p)
+		before := p.size()
+		p.retireDicts(p.dictsToRetire(t.chunkRows, true))
+		t.mu.size += p.size() - before
 	}
 }
 
@@ -159,10 +225,15 @@ func (t *tableBuffer) release() {
 	}
 }
 
-// recordSize is the memory of a sealed record's buffers.
+// recordSize is the memory of a sealed record's buffers, but for string
+// dictionaries, which the partition counts.
 func recordSize(c Chunk) int64 {
 	var s int64
 	for _, col := range c.Rec.Columns() {
+		if col.DataType().ID() == arrow.DICTIONARY {
+			s += dataSize(col.(*array.Dictionary).Indices().Data())
+			continue
+		}
 		s += dataSize(col.Data())
 	}
 	return s

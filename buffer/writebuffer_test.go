@@ -162,9 +162,9 @@ func TestRejectedBatchChangesNothing(t *testing.T) {
 		opts catalog.WriteOptions
 		want error
 	}{
-		"null time":       {bad1, catalog.WriteOptions{}, ErrInvalidBatch},
-		"type mismatch":   {bad2, catalog.WriteOptions{}, catalog.ErrTypeMismatch},
-		"exists, fail":    {bad2, catalog.WriteOptions{IfExists: catalog.FailIfExists}, catalog.ErrTableExists},
+		"null time":     {bad1, catalog.WriteOptions{}, ErrInvalidBatch},
+		"type mismatch": {bad2, catalog.WriteOptions{}, catalog.ErrTypeMismatch},
+		"exists, fail":  {bad2, catalog.WriteOptions{IfExists: catalog.FailIfExists}, catalog.ErrTableExists},
 	} {
 		_, err := b.Write(context.Background(), "db", "cpu", tc.rec, tc.opts)
 		if !errors.Is(err, tc.want) {
