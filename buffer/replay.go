@@ -63,19 +63,29 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 	if err != nil {
 		return out, fmt.Errorf("buffer: replaying WAL: %w", err)
 	}
-	// Files with no records still hold a segment id that must not be reused.
+	// A file with no records (the open segment of a run that took no
+	// writes) holds nothing to keep; remove it, but not its id, which is
+	// never used again.
 	ids, err := wal.ListSegments(b.cfg.WALFS, b.walDir)
 	if err != nil {
 		return out, fmt.Errorf("buffer: listing WAL files: %w", err)
 	}
+	removed := 0
 	for _, id := range ids {
-		if segs[id] == nil {
-			s := newSegment(id, b.cfg.Now(), walFileName(b.walDir, id), b.cfg.ChunkRows)
-			segs[id] = s
-			out = append(out, s)
+		b.maxSegID = max(b.maxSegID, id)
+		if segs[id] != nil {
+			continue
+		}
+		if err := b.cfg.WALFS.Remove(walFileName(b.walDir, id)); err != nil {
+			return out, fmt.Errorf("buffer: removing empty WAL file: %w", err)
+		}
+		removed++
+	}
+	if removed > 0 {
+		if err := b.cfg.WALFS.SyncDir(b.walDir); err != nil {
+			return out, fmt.Errorf("buffer: syncing WAL dir: %w", err)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	now := b.cfg.Now()
 	for _, s := range out {
 		s.close(now)

@@ -28,6 +28,9 @@ type WriteBuffer struct {
 	catPath string
 	walDir  string
 	metrics *metrics
+	// maxSegID is the largest segment id found at startup, also of WAL
+	// files removed for being empty.
+	maxSegID uint64
 
 	// mu orders writes: a write plans its catalog change and appends its
 	// WAL record under mu, so WAL order is catalog order. A write that
@@ -98,10 +101,7 @@ func Open(cfg Config) (*WriteBuffer, error) {
 		return nil, err
 	}
 	b.mu.closed = replayed
-	next := uint64(1)
-	if n := len(replayed); n > 0 {
-		next = replayed[n-1].id + 1
-	}
+	next := b.maxSegID + 1
 	if err := b.cat.Save(b.catPath); err != nil {
 		return nil, fmt.Errorf("buffer: saving catalog after replay: %w", err)
 	}
