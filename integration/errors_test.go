@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/proto"
+
+	apronpb "github.com/apron-db/apron/proto"
+)
+
+var nullableTimeSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "time", Type: tsNs, Nullable: true},
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+}, nil)
+
+// TestNullTimeRejected sends rows with a null time.
+func TestNullTimeRejected(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	seed(t, srv)
+	checkRejected(t, srv, []badInput{
+		{name: "existing table", db: "db", table: "t", schema: nullableTimeSchema, json: `[{"time":5,"id":100},{"time":null,"id":101}]`,
+			code: codes.InvalidArgument, parts: []string{"null", "time"}},
+		{name: "new table", db: "db", table: "new", schema: nullableTimeSchema, json: `[{"time":null,"id":100}]`,
+			code: codes.InvalidArgument, parts: []string{"null", "time"}},
+		{name: "new database", db: "newdb", table: "t", schema: nullableTimeSchema, json: `[{"time":null,"id":100}]`,
+			code: codes.InvalidArgument, parts: []string{"null"}},
+	})
+}
+
+// partialBatches are three batches of one stream whose third has a null
+// time: 7 + 5 rows are good.
+func partialBatches(t testing.TB, mem memory.Allocator) []arrow.RecordBatch {
+	mk := func(from, n int, nullAt int) arrow.RecordBatch {
+		var rows []string
+		for i := from; i < from+n; i++ {
+			if i == nullAt {
+				rows = append(rows, fmt.Sprintf(`{"time":null,"id":%d}`, i))
+			} else {
+				rows = append(rows, fmt.Sprintf(`{"time":%d,"id":%d}`, baseTime+int64(i), i))
+			}
+		}
+		return jsonRecord(t, mem, nullableTimeSchema, "["+strings.Join(rows, ",")+"]")
+	}
+	return []arrow.RecordBatch{mk(0, 7, -1), mk(7, 5, -1), mk(12, 4, 14)}
+}
+
+// TestPartialStreamFlightSQL: in an ingest stream whose third batch is bad,
+// the first two stay, the count says so and the error message too.
+func TestPartialStreamFlightSQL(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	srv := startServer(t, t.TempDir())
+	c := sqlClient(t, srv.Addr, mem)
+	recs := partialBatches(t, mem)
+	defer release(recs...)
+	n, err := sqlIngest(testCtx(t), c, "part", "t", recs...)
+	wantCode(t, err, codes.InvalidArgument, "12 rows", "null")
+	if n != 12 {
+		t.Errorf("ExecuteIngest reported %d rows, want 12 (the first two batches)", n)
+	}
+	want := "part.t (time:timestamp[ns], id:int64) rows=12"
+	if got := catalogState(t, srv.Addr); got != want {
+		t.Errorf("catalog:\n%s\nwant:\n%s", got, want)
+	}
+	wantIDRange(t, readTable(t, srv.Addr, "part", "t"), 0, 12)
+	srv = srv.Restart(t)
+	if got := catalogState(t, srv.Addr); got != want {
+		t.Errorf("catalog after restart:\n%s\nwant:\n%s", got, want)
+	}
+	wantIDRange(t, readTable(t, srv.Addr, "part", "t"), 0, 12)
+}
+
+// TestPartialStreamADBC is the same through ADBC: ExecuteUpdate fails and
+// its message says how many rows were written.
+func TestPartialStreamADBC(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	srv := startServer(t, t.TempDir())
+	cn := adbcConn(t, srv.Addr, mem)
+	recs := partialBatches(t, mem)
+	defer release(recs...)
+	_, err := adbcIngest(testCtx(t), cn, "part", "t", adbc.OptionValueIngestModeCreate, recs...)
+	wantADBC(t, err, adbc.StatusInvalidArgument, "12 rows", "null")
+	wantIDRange(t, readTable(t, srv.Addr, "part", "t"), 0, 12)
+}
+
+// TestPartialStreamDoPut is the same with plain Flight DoPut: two PutResults
+// then the error.
+func TestPartialStreamDoPut(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	srv := startServer(t, t.TempDir())
+	c := flightClient(t, srv.Addr)
+	recs := partialBatches(t, mem)
+	defer release(recs...)
+	res, err := flightPut(testCtx(t), c, []string{"part", "t"}, mem, recs...)
+	wantCode(t, err, codes.InvalidArgument, "12 rows", "null")
+	if len(res) != 2 || res[1].TotalRowsWritten != 12 {
+		t.Errorf("got PutResults %v, want two, the last with total_rows_written 12", res)
+	}
+	wantIDRange(t, readTable(t, srv.Addr, "part", "t"), 0, 12)
+	srv = srv.Restart(t)
+	wantIDRange(t, readTable(t, srv.Addr, "part", "t"), 0, 12)
+}
+
+// TestBadRequests sends malformed Flight requests; the server answers each
+// with an error and keeps serving.
+func TestBadRequests(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	srv := startServer(t, t.TempDir())
+	seed(t, srv)
+	c := flightClient(t, srv.Addr)
+	ctx := testCtx(t)
+	rec := idRecord(mem, 0, 1)
+	defer rec.Release()
+	before := catalogState(t, srv.Addr)
+
+	t.Run("DoPut path of one element", func(t *testing.T) {
+		_, err := flightPut(ctx, c, []string{"db"}, mem, rec)
+		wantCode(t, err, codes.InvalidArgument)
+	})
+	t.Run("DoPut path of three elements", func(t *testing.T) {
+		_, err := flightPut(ctx, c, []string{"db", "t", "x"}, mem, rec)
+		wantCode(t, err, codes.InvalidArgument)
+	})
+	t.Run("DoPut without descriptor", func(t *testing.T) {
+		stream, err := c.DoPut(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Send(&flight.FlightData{DataHeader: []byte("junk")}); err != nil {
+			t.Fatal(err)
+		}
+		_ = stream.CloseSend()
+		_, err = stream.Recv()
+		wantCode(t, err, codes.InvalidArgument)
+	})
+	t.Run("GetFlightInfo of a missing table", func(t *testing.T) {
+		_, err := c.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"db", "nosuchtable"}})
+		wantCode(t, err, codes.NotFound, "nosuchtable")
+		_, err = c.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"nosuchdb", "t"}})
+		wantCode(t, err, codes.NotFound, "nosuchdb")
+	})
+	t.Run("GetFlightInfo path of one element", func(t *testing.T) {
+		_, err := c.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"db"}})
+		wantCode(t, err, codes.InvalidArgument)
+	})
+	t.Run("DoGet well-formed tickets of missing things", func(t *testing.T) {
+		for _, bt := range []*apronpb.BufferTicket{
+			{Database: "db", Table: "t", SegmentId: 99},
+			{Database: "db", Table: "nosuchtable", SegmentId: 1},
+			{Database: "nosuchdb", Table: "t", SegmentId: 1},
+		} {
+			b, err := proto.Marshal(&apronpb.Ticket{Kind: &apronpb.Ticket_Buffer{Buffer: bt}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream, err := c.DoGet(ctx, &flight.Ticket{Ticket: append([]byte("apron:"), b...)})
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			wantCode(t, err, codes.NotFound)
+		}
+	})
+	t.Run("DoGet garbage tickets", func(t *testing.T) {
+		for _, tkt := range [][]byte{
+			[]byte("garbage"),
+			[]byte("apron:\xff\xff\xff\xff"),
+			[]byte("apron:"),
+			{},
+		} {
+			stream, err := c.DoGet(ctx, &flight.Ticket{Ticket: tkt})
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			if code, _ := grpcCode(err); code == codes.OK || code == codes.Unavailable || code == codes.Internal && strings.Contains(err.Error(), "panic") {
+				t.Errorf("DoGet %q: got %v, want an error answer", tkt, err)
+			}
+		}
+	})
+	// The server still answers.
+	if srv.exited() {
+		t.Fatalf("server exited after bad requests: %v", srv.waitErr)
+	}
+	checkHealth(t, srv.Addr)
+	if after := catalogState(t, srv.Addr); after != before {
+		t.Errorf("bad requests changed the catalog:\n%s\nwant:\n%s", after, before)
+	}
+}
+
+// checkHealth asks the standard health service about "" and the Flight
+// service.
+func checkHealth(t testing.TB, addr string) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpcOpts()...)
+	if err != nil {
+		t.Fatalf("grpc client: %v", err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10e9)
+	defer cancel()
+	for _, svc := range []string{"", "arrow.flight.protocol.FlightService"} {
+		res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Errorf("health check %q: %v", svc, err)
+			continue
+		}
+		if res.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health check %q: %v, want SERVING", svc, res.Status)
+		}
+	}
+}
