@@ -137,81 +137,130 @@ func (b *WriteBuffer) Allocator() memory.Allocator { return b.mem }
 // visible to reads; when it returns an error, nothing changed (but see
 // ErrWAL). rec is not released.
 func (b *WriteBuffer) Write(ctx context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (WriteResult, error) {
-	start := time.Now()
-	res, err := b.write(db, table, rec, opts)
-	b.metrics.observeWrite(res, err, time.Since(start))
+	p, err := b.Submit(ctx, db, table, rec, opts)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	return p.Wait()
+}
+
+// PendingWrite is a write whose WAL record is queued. Wait must be called
+// exactly once.
+type PendingWrite struct {
+	b       *WriteBuffer
+	start   time.Time
+	key     TableKey
+	nb      *batch
+	seg     *Segment
+	wal     *wal.Pending
+	durable bool // the WAL record was already waited for
+	res     WriteResult
+}
+
+// Wait waits until the write's WAL record is durable, then buffers its rows.
+// Its result is Write's.
+func (p *PendingWrite) Wait() (WriteResult, error) {
+	res, err := p.wait()
+	p.b.metrics.observeWrite(res, err, time.Since(p.start))
 	return res, err
 }
 
-func (b *WriteBuffer) write(db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (WriteResult, error) {
+func (p *PendingWrite) wait() (WriteResult, error) {
+	defer p.seg.inflight.Done()
+	defer p.nb.release()
+	if !p.durable {
+		if err := p.wal.Wait(); err != nil {
+			return WriteResult{}, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, p.key.Database, p.key.Table, err)
+		}
+	}
+	if _, err := p.seg.append(p.key, p.nb); err != nil {
+		// The record is durable but its rows could not be buffered: a bug,
+		// not bad input (the catalog accepted the batch). Replay would
+		// buffer it again; say so rather than pretend it failed cleanly.
+		p.b.log.Error("buffering a durable write failed", "database", p.key.Database, "table", p.key.Table, "sequence", p.res.Sequence, "err", err)
+		return WriteResult{}, fmt.Errorf("buffer: sequence %d is durable in the WAL but could not be buffered (restart to replay it): %w", p.res.Sequence, err)
+	}
+	return p.res, nil
+}
+
+// Submit does the part of Write that decides: it validates rec, plans and
+// orders it, and queues its WAL record, returning a PendingWrite whose Wait
+// finishes the write. An error means nothing changed. A stream of batches
+// submits the next batch while the previous one's fsync runs: its records
+// share fsyncs, and decoding overlaps the disk.
+func (b *WriteBuffer) Submit(_ context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
+	start := time.Now()
+	p, err := b.submit(db, table, rec, opts)
+	if err != nil {
+		b.metrics.observeWrite(WriteResult{}, err, time.Since(start))
+		return nil, err
+	}
+	p.start = start
+	return p, nil
+}
+
+func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
 	now := b.cfg.Now()
 	nb, err := normalize(rec, now, b.mem)
 	if err != nil {
-		return WriteResult{}, fmt.Errorf("database %q table %q: %w", db, table, err)
+		return nil, fmt.Errorf("database %q table %q: %w", db, table, err)
 	}
-	defer nb.release()
+	keep := false
+	defer func() {
+		if !keep {
+			nb.release()
+		}
+	}()
 	enc, err := encodeBatch(db, table, nb.rec, b.mem)
 	if err != nil {
-		return WriteResult{}, err
+		return nil, err
 	}
 	rows := int64(nb.rows())
 
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.mu.closing {
-		b.mu.Unlock()
-		return WriteResult{}, ErrClosed
+		return nil, ErrClosed
 	}
 	if err := b.mu.w.Err(); err != nil {
-		b.mu.Unlock()
-		return WriteResult{}, fmt.Errorf("%w: %w", ErrWAL, err)
+		return nil, fmt.Errorf("%w: %w", ErrWAL, err)
 	}
 	ch, err := b.cat.PlanWrite(db, table, nb.rec.Schema(), opts)
 	if err != nil {
-		b.mu.Unlock()
-		return WriteResult{}, err
+		return nil, err
 	}
 	if used := b.bufferedLocked(); used >= b.cfg.MemLimit {
-		b.mu.Unlock()
-		return WriteResult{}, fmt.Errorf("%w: %d bytes buffered reach --buffer-mem-limit (%d bytes); "+
+		return nil, fmt.Errorf("%w: %d bytes buffered reach --buffer-mem-limit (%d bytes); "+
 			"closed segments leave memory only once persisted, so writes resume as they are, or after a restart with a larger limit",
 			ErrBufferFull, used, b.cfg.MemLimit)
 	}
 	if err := b.maybeRollLocked(now); err != nil {
-		b.mu.Unlock()
-		return WriteResult{}, err
+		return nil, err
 	}
 	seq := b.mu.seq + 1
 	payload, err := enc.payload(db, table, seq, rows)
 	if err != nil {
-		b.mu.Unlock()
-		return WriteResult{}, err
+		return nil, err
 	}
-	pending := b.mu.w.Append(payload)
+	walPending := b.mu.w.Append(payload)
 	b.mu.seq = seq
 	seg := b.mu.open
-	seg.inflight.Add(1)
-	defer seg.inflight.Done()
+	p := &PendingWrite{b: b, key: TableKey{db, table}, nb: nb, seg: seg, wal: walPending,
+		res: WriteResult{Rows: rows, Sequence: seq, Segment: seg.id}}
 	if ch != nil {
-		err = pending.Wait()
-		if err == nil {
-			err = b.cat.Apply(ch)
+		// A catalog change is applied only once its record is durable, and
+		// under mu, so that the next write plans against it.
+		if err := walPending.Wait(); err != nil {
+			return nil, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, db, table, err)
 		}
-		b.mu.Unlock()
-	} else {
-		b.mu.Unlock()
-		err = pending.Wait()
+		if err := b.cat.Apply(ch); err != nil {
+			return nil, err
+		}
+		p.durable = true
 	}
-	if err != nil {
-		return WriteResult{}, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, db, table, err)
-	}
-	if _, err := seg.append(TableKey{db, table}, nb); err != nil {
-		// The record is durable but its rows could not be buffered: a bug,
-		// not bad input (the catalog accepted the batch). Replay would
-		// buffer it again; say so rather than pretend it failed cleanly.
-		b.log.Error("buffering a durable write failed", "database", db, "table", table, "sequence", seq, "err", err)
-		return WriteResult{}, fmt.Errorf("buffer: sequence %d is durable in the WAL but could not be buffered (restart to replay it): %w", seq, err)
-	}
-	return WriteResult{Rows: rows, Sequence: seq, Segment: seg.id}, nil
+	seg.inflight.Add(1)
+	keep = true
+	return p, nil
 }
 
 // bufferedLocked is the bytes held by all segments.
