@@ -1,0 +1,11 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,468 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/apron-db/apron/buffer"
+)
+
+// queryState is what the scans of one query learn from its statement:
+// bounds on the time of the rows each table's scans may need, by
+// lower-cased database and table name (DuckDB names are case-insensitive).
+type queryState struct {
+	bounds map[buffer.TableKey]timeBounds
+}
+
+func (q *queryState) boundsOf(k buffer.TableKey) timeBounds {
+	if b, ok := q.bounds[lowerKey(k.Database, k.Table)]; ok {
+		return b
+	}
+	return allTime
+}
+
+func lowerKey(db, table string) buffer.TableKey {
+	return buffer.TableKey{Database: strings.ToLower(db), Table: strings.ToLower(table)}
+}
+
+// prepareState finds the statement's time bounds per table and publishes
+// them for the scans bound on connection c. Pruning is an optimization:
+// whenever anything is not understood, it is off for the query.
+func (e *Engine) prepareState(c *conn, sql string) {
+	e.qstate.Delete(c.id)
+	b, err := e.timeBounds(c, sql)
+	if err != nil {
+		e.log.Debug("time pruning off for a query", "err", err)
+		return
+	}
+	if len(b) > 0 {
+		e.qstate.Store(c.id, &queryState{bounds: b})
+	}
+}
+
+// tableRef is one reference to a table in a statement, with the
+// expressions bounding its time from below and above (JSON of DuckDB's
+// parsed expressions; nil: none).
+type tableRef struct {
+	key          buffer.TableKey
+	lower, upper []any
+}
+
+// timeBounds parses sql with json_serialize_sql, collects the references
+// to tables and the bounds on time in the WHERE clause of each SELECT over
+// exactly one table, evaluates the bounds and returns, per table, the
+// hull of its references' bounds. Only tables with a finite bound appear.
+func (e *Engine) timeBounds(c *conn, sql string) (map[buffer.TableKey]timeBounds, error) {
+	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral(sql)+")")
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
+		return nil, fmt.Errorf("serializing: %v", err)
+	}
+	var tree map[string]any
+	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
+		return nil, err
+	}
+	if tree["error"] != false {
+		return nil, fmt.Errorf("the statement does not parse")
+	}
+	w := &walker{db: c.schema}
+	w.walk(tree["statements"])
+	if w.off != "" {
+		return nil, fmt.Errorf("pruning off: %s", w.off)
+	}
+	// Evaluate every bound expression in one query.
+	var exprs []any
+	for _, r := range w.refs {
+		exprs = append(exprs, r.lower...)
+		exprs = append(exprs, r.upper...)
+	}
+	if len(exprs) == 0 {
+		return nil, nil
+	}
+	vals, err := e.evalTimes(c, exprs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[buffer.TableKey]timeBounds)
+	unbounded := make(map[buffer.TableKey]bool)
+	i := 0
+	for _, r := range w.refs {
+		b := allTime
+		for range r.lower {
+			if v := vals[i]; v.ok {
+				b.min = max(b.min, v.lo)
+			}
+			i++
+		}
+		for range r.upper {
+			if v := vals[i]; v.ok {
+				b.max = min(b.max, v.hi)
+			}
+			i++
+		}
+		if b == allTime {
+			unbounded[r.key] = true
+			continue
+		}
+		if cur, ok := out[r.key]; ok {
+			b = timeBounds{min(cur.min, b.min), max(cur.max, b.max)}
+		}
+		out[r.key] = b
+	}
+	for k := range unbounded {
+		delete(out, k)
+	}
+	return out, nil
+}
+
+// walker collects the table references of a parsed statement.
+type walker struct {
+	db   string // the current database
+	refs []tableRef
+	off  string // why pruning is off, if it is
+}
+
+func (w *walker) walk(v any) {
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			w.walk(x)
+		}
+	case map[string]any:
+		switch v["type"] {
+		case "SELECT_NODE":
+			if from, ok := v["from_table"].(map[string]any); ok && from["type"] == "BASE_TABLE" {
+				if k, ok := w.key(from); ok {
+					r := tableRef{key: k}
+					alias, _ := from["alias"].(string)
+					name, _ := from["table_name"].(string)
+					w.bounds(v["where_clause"], alias, name, &r)
+					w.refs = append(w.refs, r)
+				}
+				for f, x := range v {
+					if f != "from_table" {
+						w.walk(x)
+					}
+				}
+				return
+			}
+		case "BASE_TABLE":
+			if k, ok := w.key(v); ok {
+				w.refs = append(w.refs, tableRef{key: k})
+			}
+			return
+		case "TABLE_FUNCTION":
+			// apron_scan called directly is not seen as a table.
+			w.off = "a table function in FROM"
+		}
+		for _, x := range v {
+			w.walk(x)
+		}
+	}
+}
+
+// key names the table a BASE_TABLE refers to, if it can be an Apron
+// table.
+func (w *walker) key(ref map[string]any) (buffer.TableKey, bool) {
+	cat, _ := ref["catalog_name"].(string)
+	schema, _ := ref["schema_name"].(string)
+	table, _ := ref["table_name"].(string)
+	if cat != "" && !strings.EqualFold(cat, "memory") {
+		return buffer.TableKey{}, false
+	}
+	if schema == "" {
+		if w.db == "" {
+			return buffer.TableKey{}, false
+		}
+		schema = w.db
+	}
+	return lowerKey(schema, table), true
+}
+
+// bounds adds the bounds on time found in the top-level AND of where.
+func (w *walker) bounds(where any, alias, table string, r *tableRef) {
+	x, ok := where.(map[string]any)
+	if !ok {
+		return
+	}
+	isTime := func(e any) bool {
+		m, ok := e.(map[string]any)
+		if !ok || m["class"] != "COLUMN_REF" {
+			return false
+		}
+		names, _ := m["column_names"].([]any)
+		switch len(names) {
+		case 1:
+			return names[0] == buffer.TimeColumn
+		case 2:
+			q, _ := names[0].(string)
+			return names[1] == buffer.TimeColumn && (alias != "" && strings.EqualFold(q, alias) || alias == "" && strings.EqualFold(q, table))
+		}
+		return false
+	}
+	switch x["type"] {
+	case "CONJUNCTION_AND":
+		children, _ := x["children"].([]any)
+		for _, c := range children {
+			w.bounds(c, alias, table, r)
+		}
+	case "COMPARE_BETWEEN":
+		if isTime(x["input"]) && isConstant(x["lower"]) && isConstant(x["upper"]) {
+			r.lower = append(r.lower, x["lower"])
+			r.upper = append(r.upper, x["upper"])
+		}
+	case "COMPARE_EQUAL", "COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO", "COMPARE_LESSTHAN", "COMPARE_LESSTHANOREQUALTO":
+		op, left, right := x["type"].(string), x["left"], x["right"]
+		if !isTime(left) {
+			if !isTime(right) {
+				return
+			}
+			left, right = right, left
+			op = strings.NewReplacer("GREATER", "LESS", "LESS", "GREATER").Replace(op)
+		}
+		if !isConstant(right) {
+			return
+		}
+		if op == "COMPARE_EQUAL" || strings.HasPrefix(op, "COMPARE_GREATER") {
+			r.lower = append(r.lower, right)
+		}
+		if op == "COMPARE_EQUAL" || strings.HasPrefix(op, "COMPARE_LESS") {
+			r.upper = append(r.upper, right)
+		}
+	}
+}
+
+// isConstant says whether an expression is built of constants, casts and
+// functions that give the same value within a query only: no columns, no
+// subqueries, nothing random.
+func isConstant(e any) bool {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return false
+	}
+	switch m["class"] {
+	case "CONSTANT":
+		return true
+	case "CAST":
+		return isConstant(m["child"])
+	case "FUNCTION":
+		name, _ := m["function_name"].(string)
+		if !constantFunctions[name] || m["filter"] != nil {
+			return false
+		}
+		children, _ := m["children"].([]any)
+		for _, c := range children {
+			if !isConstant(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// constantFunctions are the functions bounds may use. now() and its kin
+// are evaluated apart from the query, a moment earlier: bounds that use
+// them are widened by clockSlack.
+var constantFunctions = map[string]bool{
+	"+": true, "-": true, "now": true, "current_timestamp": true, "get_current_timestamp": true, "transaction_timestamp": true,
+	"to_microseconds": true, "to_milliseconds": true, "to_seconds": true, "to_minutes": true, "to_hours": true, "to_days": true,
+	"to_weeks": true, "to_months": true, "to_years": true, "trunc": true, "make_timestamp": true, "make_timestamp_ns": true,
+	"to_timestamp": true, "date_trunc": true, "time_bucket": true, "epoch_ms": true, "strptime": true,
+}
+
+const clockSlack = int64(60e9)
+
+// evaluated is a bound's value widened to the ns range it may stand for.
+type evaluated struct {
+	lo, hi int64
+	ok     bool
+}
+
+// evalTimes evaluates expressions as DuckDB would compare them with a
+// timestamp_ns column: each becomes the range of ns it can stand for
+// given its type (a TIMESTAMP is compared at µs precision, a DATE at days).
+func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
+	// SELECT typeof(x), epoch_ns(CAST(x AS TIMESTAMP_NS)) for each x, built
+	// from a serialized template with NULL in place of x.
+	var tree map[string]any
+	if err := decodeJSON([]byte(e.evalTemplate), &tree); err != nil {
+		return nil, err
+	}
+	node := tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)
+	tmpl, _ := json.Marshal(node["select_list"])
+	var list []any
+	hasFunc := make([]bool, len(exprs))
+	for i, x := range exprs {
+		var entries []any
+		if err := decodeJSON(tmpl, &entries); err != nil {
+			return nil, err
+		}
+		for j, en := range entries {
+			if !replaceNull(en, x) {
+				return nil, fmt.Errorf("template has no NULL")
+			}
+			if m, ok := en.(map[string]any); ok {
+				m["alias"] = fmt.Sprintf("c%d_%d", i, j) // names must be unique
+			}
+		}
+		list = append(list, entries...)
+		b, _ := json.Marshal(x)
+		hasFunc[i] = strings.Contains(string(b), `"FUNCTION"`)
+	}
+	node["select_list"] = list
+	stmt, err := json.Marshal(tree)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := queryStrings(c.c, "SELECT * FROM json_execute_serialized_sql("+quoteLiteral(string(stmt))+")")
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 2*len(exprs) {
+		return nil, fmt.Errorf("evaluating bounds: %d rows", len(rows))
+	}
+	out := make([]evaluated, len(exprs))
+	for i := range exprs {
+		typ, val := rows[0][2*i], rows[0][2*i+1]
+		ns, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			continue // NULL: no bound
+		}
+		var g int64
+		switch typ {
+		case "TIMESTAMP_NS", "VARCHAR":
+			g = 0
+		case "TIMESTAMP":
+			g = 1e3
+		case "TIMESTAMP_MS":
+			g = 1e6
+		case "TIMESTAMP_S":
+			g = 1e9
+		case "DATE":
+			g = 24 * 3600 * 1e9
+		default:
+			continue
+		}
+		if hasFunc[i] {
+			g += clockSlack // now() and kin, evaluated a moment before the query
+		}
+		out[i] = evaluated{lo: satSub(ns, g), hi: satAdd(ns, g), ok: true}
+	}
+	return out, nil
+}
+
+// replaceNull replaces, in a parsed expression, the first NULL constant
+// with x.
+func replaceNull(e any, x any) bool {
+	switch e := e.(type) {
+	case map[string]any:
+		for k, v := range e {
+			if m, ok := v.(map[string]any); ok && m["class"] == "CONSTANT" {
+				if val, ok := m["value"].(map[string]any); ok && val["is_null"] == true {
+					e[k] = x
+					return true
+				}
+			}
+			if replaceNull(v, x) {
+				return true
+			}
+		}
+	case []any:
+		for i, v := range e {
+			if m, ok := v.(map[string]any); ok && m["class"] == "CONSTANT" {
+				if val, ok := m["value"].(map[string]any); ok && val["is_null"] == true {
+					e[i] = x
+					return true
+				}
+			}
+			if replaceNull(v, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satSub(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// decodeJSON decodes keeping numbers as they are: DuckDB's uint64
+// query_location does not survive a float64.
+func decodeJSON(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// evalTemplateSQL is serialized once at Open: evalTimes puts bound
+// expressions in place of its NULLs.
+const evalTemplateSQL = `SELECT json_serialize_sql('SELECT typeof(NULL), epoch_ns(CAST(NULL AS TIMESTAMP_NS))')`
+
+// queryStrings runs a small query and returns its rows as strings.
+func queryStrings(c duck.Connection, sql string) ([][]string, error) {
+	var res duck.Result
+	defer duck.DestroyResult(&res)
+	if duck.Query(c, sql, &res) == duck.StateError {
+		return nil, classify(duck.ResultError(&res))
+	}
+	opts := duck.ResultGetArrowOptions(&res)
+	defer duck.DestroyArrowOptions(&opts)
+	n := duck.ColumnCount(&res)
+	names := make([]string, n)
+	types := make([]duck.LogicalType, n)
+	for i := range n {
+		names[i] = duck.ColumnName(&res, i)
+		types[i] = duck.ColumnLogicalType(&res, i)
+	}
+	schema, ed := duck.NewArrowSchema(opts, types, names)
+	for i := range types {
+		duck.DestroyLogicalType(&types[i])
+	}
+	if err := errorData(ed); err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for {
+		ch := duck.FetchChunk(res)
+		if ch.Ptr == nil {
+			break
+		}
+		rec, ed := duck.DataChunkToArrowArray(opts, schema, ch)
+		duck.DestroyDataChunk(&ch)
+		if err := errorData(ed); err != nil {
+			return nil, err
+		}
+		for row := range int(rec.NumRows()) {
+			r := make([]string, rec.NumCols())
+			for j, col := range rec.Columns() {
+				if col.IsNull(row) {
+					r[j] = "NULL"
+				} else {
+					r[j] = strings.Clone(col.ValueStr(row))
+				}
+			}
+			out = append(out, r)
+		}
+		rec.Release()
+	}
+	return out, nil
+}

@@ -1,0 +1,67 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func TestTimePruning(t *testing.T) {
+	v := newEnv(t, Config{})
+	ref := newRefDB(t)
+	ref.exec("CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE)")
+	// 100k rows 1 ms apart, in chunks of 8192 rows (about 8 s each).
+	const n = 100_000
+	for off := 0; off < n; off += 25_000 {
+		times, host, usage := make([]any, 25_000), make([]any, 25_000), make([]any, 25_000)
+		for i := range 25_000 {
+			times[i] = base + int64(off+i)*1e6
+			host[i] = fmt.Sprintf("h%d", (off+i)%7)
+			usage[i] = float64(off + i)
+		}
+		rec := batch(v.mem, col{"time", tsNs, times}, col{"host", arrow.BinaryTypes.String, host}, col{"usage", arrow.PrimitiveTypes.Float64, usage})
+		ref.append("db", "cpu", rec)
+		v.write("db", "cpu", rec)
+	}
+	ts := func(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.999999999") }
+	mid, last := base+50_000*1e6, base+(n-1)*1e6
+	cases := []struct {
+		name, sql string
+		prunes    bool
+	}{
+		{"ge_ns_literal", fmt.Sprintf("SELECT count(*), sum(usage) FROM cpu WHERE time >= TIMESTAMP_NS '%s'", ts(mid+1)), true},
+		{"gt_string", fmt.Sprintf("SELECT count(*), min(time) FROM cpu WHERE time > '%s'", ts(mid+1)), true},
+		{"between", fmt.Sprintf("SELECT count(*) FROM db.cpu c WHERE c.time BETWEEN '%s' AND '%s' AND host = 'h3'", ts(mid), ts(mid+5e9)), true},
+		{"flipped_lt", fmt.Sprintf("SELECT count(*) FROM cpu WHERE '%s' > time", ts(base+3e9+1)), true},
+		{"eq", fmt.Sprintf("SELECT usage FROM cpu WHERE time = '%s'", ts(mid+1e6)), true},
+		{"timestamp_us", fmt.Sprintf("SELECT count(*) FROM cpu WHERE time <= TIMESTAMP '%s'", ts(base+2e9+5e5)), true},
+		{"date", "SELECT count(*) FROM cpu WHERE time < DATE '2024-03-02'", false},
+		{"arith", fmt.Sprintf("SELECT count(*) FROM cpu WHERE time >= TIMESTAMP_NS '%s' - INTERVAL 10 SECOND", ts(last)), true},
+		{"or_no_pruning", fmt.Sprintf("SELECT count(*) FROM cpu WHERE time > '%s' OR host = 'h1'", ts(mid)), false},
+		{"self_join_one_side", fmt.Sprintf("SELECT count(*) FROM (SELECT * FROM cpu WHERE time > '%s') a JOIN cpu b ON a.time = b.time", ts(mid)), false},
+		{"both_sides", fmt.Sprintf("SELECT count(*) FROM (SELECT * FROM cpu WHERE time > '%s') a JOIN (SELECT * FROM cpu WHERE time > '%s') b ON a.time = b.time", ts(mid), ts(last-1e9)), true},
+		{"cte_shadow", fmt.Sprintf("WITH cpu AS (SELECT * FROM db.cpu WHERE time < '%s') SELECT count(*) FROM cpu WHERE time > '%s'", ts(mid), ts(base+1e9)), false},
+		{"subquery_bound", "SELECT count(*) FROM cpu WHERE time > (SELECT max(time) - INTERVAL 1 SECOND FROM cpu)", false},
+		{"null_bound", "SELECT count(*) FROM cpu WHERE time > NULL", false},
+		{"now", "SELECT count(*) FROM cpu WHERE time > now()::TIMESTAMP - INTERVAL 5 MINUTE", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := v.e.Stats().ChunksPruned
+			got := v.query(c.sql, "db")
+			pruned := v.e.Stats().ChunksPruned - before
+			ref.exec("SET search_path = 'db'")
+			equalRows(t, c.sql, sorted(got), sorted(ref.query(c.sql)))
+			if c.prunes && pruned == 0 {
+				t.Errorf("%s: no chunk pruned", c.sql)
+			}
+			if !c.prunes && pruned != 0 {
+				t.Errorf("%s: %d chunks pruned", c.sql, pruned)
+			}
+		})
+	}
+}

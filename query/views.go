@@ -1,0 +1,109 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	duck "github.com/duckdb/duckdb-go-bindings"
+)
+
+// viewSync keeps one DuckDB schema per Apron database and one view per
+// table, made on a connection of their own, one sync at a time.
+type viewSync struct {
+	e *Engine
+	// synced is the catalog version last synced, plus one (0: never).
+	synced atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		admin duck.Connection
+		// DuckDB names are case-insensitive: by lower-cased name, the
+		// Apron name that owns a schema or view.
+		schemas map[string]string
+		views   map[string]view
+		warned  map[string]bool
+	}
+}
+
+type view struct {
+	db, table string
+	ncols     int
+}
+
+func (v *viewSync) init(e *Engine) error {
+	v.e = e
+	v.mu.schemas = make(map[string]string)
+	v.mu.views = make(map[string]view)
+	v.mu.warned = make(map[string]bool)
+	if duck.Connect(e.db, &v.mu.admin) == duck.StateError {
+		return errors.New("query: connecting to DuckDB failed")
+	}
+	return v.sync()
+}
+
+func (v *viewSync) close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	duck.Disconnect(&v.mu.admin)
+}
+
+// sync makes the schemas and views match the catalog, if it changed since
+// the last sync.
+func (v *viewSync) sync() error {
+	cat := v.e.wb.Catalog()
+	if v.synced.Load() == cat.Version()+1 {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	snap := cat.Snapshot()
+	if v.synced.Load() == snap.Version()+1 {
+		return nil
+	}
+	for _, d := range snap.Databases() {
+		ld := strings.ToLower(d.Name)
+		if owner, ok := v.mu.schemas[ld]; !ok {
+			if err := exec(v.mu.admin, "CREATE SCHEMA IF NOT EXISTS memory."+quoteIdent(d.Name)); err != nil {
+				return fmt.Errorf("query: creating schema for database %q: %w", d.Name, err)
+			}
+			v.mu.schemas[ld] = d.Name
+		} else if owner != d.Name {
+			v.warnOnce("database:"+d.Name, "database not queryable: its name differs only in case from another's",
+				"database", d.Name, "other", owner)
+			continue
+		}
+		for _, t := range d.TableList() {
+			key := ld + "\x00" + strings.ToLower(t.Name)
+			cur, ok := v.mu.views[key]
+			if ok && cur.table != t.Name {
+				v.warnOnce("table:"+d.Name+"."+t.Name, "table not queryable: its name differs only in case from another's",
+					"database", d.Name, "table", t.Name, "other", cur.table)
+				continue
+			}
+			if ok && cur.ncols == len(t.Columns) {
+				continue
+			}
+			stmt := fmt.Sprintf("CREATE OR REPLACE VIEW memory.%s.%s AS SELECT * FROM %s(%s, %s, %d)",
+				quoteIdent(d.Name), quoteIdent(t.Name), scanFunction, quoteLiteral(d.Name), quoteLiteral(t.Name), len(t.Columns))
+			if err := exec(v.mu.admin, stmt); err != nil {
+				return fmt.Errorf("query: creating view for table %q.%q: %w", d.Name, t.Name, err)
+			}
+			v.mu.views[key] = view{db: d.Name, table: t.Name, ncols: len(t.Columns)}
+		}
+	}
+	v.synced.Store(snap.Version() + 1)
+	return nil
+}
+
+func (v *viewSync) warnOnce(key, msg string, args ...any) {
+	if v.mu.warned[key] {
+		return
+	}
+	v.mu.warned[key] = true
+	v.e.log.Warn(msg, args...)
+}
