@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -28,6 +29,9 @@ func nameProblem(name string, database bool) string {
 		}
 	}
 	if database {
+		if reservedDatabase(name) {
+			return "is reserved: SQL uses it for the tables that describe the server (system) or for DuckDB's own schemas"
+		}
 		// Database names end up in paths and URLs; keep them boring.
 		for i := 0; i < len(name); i++ {
 			if !isDatabaseNameByte(name[i]) {
@@ -36,6 +40,16 @@ func nameProblem(name string, database bool) string {
 		}
 	}
 	return ""
+}
+
+// reservedDatabase says whether name, in any case, is a schema SQL already
+// has: a database by that name could not be queried.
+func reservedDatabase(name string) bool {
+	switch strings.ToLower(name) {
+	case "system", "information_schema", "pg_catalog", "temp":
+		return true
+	}
+	return false
 }
 
 func isDatabaseNameByte(b byte) bool {

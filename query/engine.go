@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -78,6 +79,9 @@ type Engine struct {
 	// qstate is per-query state (time bounds) by DuckDB connection id,
 	// read by the scans' bind.
 	qstate sync.Map // uint64 → *queryState
+	// running holds the queries started and not finished, for
+	// system.queries.
+	running sync.Map // int64 → *runningQuery
 
 	views viewSync
 	// evalTemplate is a serialized statement time bounds are evaluated
@@ -101,6 +105,7 @@ type conn struct {
 	c      duck.Connection
 	id     uint64
 	schema string // the database unqualified names resolve in now
+	sql    string // the statement prepared last, for system.queries
 }
 
 // Open starts an engine over wb.
@@ -312,18 +317,36 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 }
 
 func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (*reader, error) {
-	if err := e.views.sync(); err != nil {
+	stmt, err := e.prepareOn(c, sql, database)
+	if err != nil {
 		return nil, err
 	}
+	if duck.NParams(stmt) > 0 {
+		duck.DestroyPrepare(&stmt)
+		return nil, newError(ErrSyntax, "the query has %d parameters; prepare it and bind them", duck.NParams(stmt))
+	}
+	return e.execute(ctx, c, stmt)
+}
+
+// prepareOn prepares sql on c with database current: the views are synced
+// first and the statement's time bounds published for its scans. Only a
+// single query statement is accepted. The caller destroys the statement.
+func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatement, error) {
+	var stmt duck.PreparedStatement
+	sql = qualifySystem(sql)
+	if err := e.views.sync(); err != nil {
+		return stmt, err
+	}
 	if c.schema != database {
-		var stmt string
+		var set string
 		if database == "" {
-			stmt = "RESET search_path"
+			set = "RESET search_path"
 		} else {
-			stmt = "SET search_path = " + quoteLiteral("memory."+quoteIdent(database))
+			// main keeps Apron's macros (now()) reachable.
+			set = "SET search_path = " + quoteLiteral("memory."+quoteIdent(database)+",memory.main")
 		}
-		if err := exec(c.c, stmt); err != nil {
-			return nil, fmt.Errorf("query: setting database %q: %w", database, err)
+		if err := exec(c.c, set); err != nil {
+			return stmt, fmt.Errorf("query: setting database %q: %w", database, err)
 		}
 		c.schema = database
 	}
@@ -334,32 +357,39 @@ func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (*rea
 	if n == 0 {
 		msg := duck.ExtractStatementsError(ext)
 		if msg == "" {
-			return nil, newError(ErrSyntax, "no statement in query")
+			return stmt, newError(ErrSyntax, "no statement in query")
 		}
-		return nil, classify(msg)
+		return stmt, classify(msg)
 	}
 	if n > 1 {
-		return nil, newError(ErrSyntax, "%d statements in query; one is allowed", n)
+		return stmt, newError(ErrSyntax, "%d statements in query; one is allowed", n)
+	}
+	if !readOnlyStatement.MatchString(sql) {
+		return stmt, errUnsupported
 	}
 	e.prepareState(c, sql)
-	var stmt duck.PreparedStatement
+	c.sql = sql
 	if duck.PrepareExtractedStatement(c.c, ext, 0, &stmt) == duck.StateError {
 		err := classify(duck.PrepareError(stmt))
 		duck.DestroyPrepare(&stmt)
-		return nil, err
+		return stmt, err
 	}
 	switch t := duck.PreparedStatementType(stmt); t {
 	case duck.StatementTypeSelect, duck.StatementTypeExplain:
 	default:
 		duck.DestroyPrepare(&stmt)
-		return nil, newError(ErrSyntax, "only SELECT statements are allowed")
+		return stmt, errUnsupported
 	}
-	if duck.NParams(stmt) > 0 {
-		duck.DestroyPrepare(&stmt)
-		return nil, newError(ErrSyntax, "the query has %d parameters; none can be bound", duck.NParams(stmt))
-	}
-	return e.execute(ctx, c, stmt)
+	return stmt, nil
 }
+
+var errUnsupported = newError(ErrUnsupportedStatement,
+	"only queries (SELECT, WITH, VALUES, FROM, TABLE, EXPLAIN, DESCRIBE, SHOW, SUMMARIZE) and INSERT INTO <table> VALUES … / SELECT … are supported")
+
+// readOnlyStatement matches the first keyword of the statements a query may
+// be: looking at it before DuckDB binds a DELETE or CREATE says "not
+// supported" rather than some binder error about views.
+var readOnlyStatement = regexp.MustCompile(`(?is)^(\s|--[^\n]*\n|/\*.*?\*/|\()*(select|with|values|from|table|explain|describe|show|summarize|pivot|unpivot)\b`)
 
 // exec runs a statement that returns nothing of interest.
 func exec(c duck.Connection, sql string) error {

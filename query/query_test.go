@@ -89,7 +89,7 @@ func TestErrors(t *testing.T) {
 	v.cpu("db1", 10, 2, base)
 	cases := []struct {
 		name, sql, db string
-		want         error
+		want          error
 	}{
 		{"syntax", "SELEC 1", "", ErrSyntax},
 		{"binder", "SELECT nosuchcolumn FROM db1.cpu", "", ErrSyntax},
@@ -98,7 +98,7 @@ func TestErrors(t *testing.T) {
 		{"unqualified_without_db", "SELECT * FROM cpu", "", ErrNotFound},
 		{"unknown_current_db", "SELECT 1", "nosuchdb", ErrNotFound},
 		{"two_statements", "SELECT 1; SELECT 2", "", ErrSyntax},
-		{"not_select", "CREATE TABLE x (a INT)", "", ErrSyntax},
+		{"not_select", "CREATE TABLE x (a INT)", "", ErrUnsupportedStatement},
 		{"external_access", "SELECT * FROM read_csv('/etc/passwd')", "", nil},
 		{"runtime", "SELECT CAST('x' AS INTEGER) FROM db1.cpu", "", ErrExecution},
 		{"empty", "  ", "", ErrSyntax},
@@ -122,7 +122,9 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
 
 func indexOf(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {

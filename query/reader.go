@@ -40,11 +40,16 @@ type reader struct {
 // execute runs a prepared statement as a streaming query on c and returns
 // its reader, which owns stmt.
 func (e *Engine) execute(ctx context.Context, c *conn, stmt duck.PreparedStatement) (*reader, error) {
+	untrack := e.track(c.sql, c.schema)
 	r, err := runStreaming(ctx, c.c, stmt)
 	if err != nil {
+		untrack()
 		return nil, err
 	}
-	r.onDone = func() { e.release(c) }
+	r.onDone = func() {
+		untrack()
+		e.release(c)
+	}
 	return r, nil
 }
 

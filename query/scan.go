@@ -129,19 +129,24 @@ func (e *Engine) bind(info duck.BindInfo) error {
 	duck.DestroyValue(&v0)
 	duck.DestroyValue(&v1)
 	duck.DestroyValue(&v2)
-	t, ok := e.wb.Catalog().Table(db, table)
-	if !ok {
-		return fmt.Errorf("table %q.%q does not exist", db, table)
-	}
-	if ncols <= 0 || ncols > int64(len(t.Columns)) {
-		ncols = int64(len(t.Columns))
-	}
-	fields := make([]arrow.Field, ncols)
-	for i, f := range t.ArrowSchema().Fields()[:ncols] {
-		if f.Type.ID() == arrow.STRING {
-			f.Type = stringDictType
+	var fields []arrow.Field
+	if st, ok := systemTables[table]; ok && db == SystemSchema {
+		fields = st.schema.Fields()
+	} else {
+		t, ok := e.wb.Catalog().Table(db, table)
+		if !ok {
+			return fmt.Errorf("table %q.%q does not exist", db, table)
 		}
-		fields[i] = f
+		if ncols <= 0 || ncols > int64(len(t.Columns)) {
+			ncols = int64(len(t.Columns))
+		}
+		fields = make([]arrow.Field, ncols)
+		for i, f := range t.ArrowSchema().Fields()[:ncols] {
+			if f.Type.ID() == arrow.STRING {
+				f.Type = stringDictType
+			}
+			fields[i] = f
+		}
 	}
 	types, err := e.duckTypes(fields)
 	if err != nil {
@@ -234,7 +239,11 @@ func apron_scan_init(p unsafe.Pointer) {
 			g.proj[i] = int(idx)
 		}
 	}
-	g.chunks = bd.e.snapshot(bd.key, bd.bounds)
+	if _, ok := systemTables[bd.key.Table]; ok && bd.key.Database == SystemSchema {
+		g.chunks = bd.e.systemChunk(bd.key.Table)
+	} else {
+		g.chunks = bd.e.snapshot(bd.key, bd.bounds)
+	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
 	threads := min(bd.e.threads, len(g.chunks))
 	duck.InitSetMaxThreads(info, duck.IdxT(max(threads, 1)))

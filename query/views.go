@@ -43,6 +43,28 @@ func (v *viewSync) init(e *Engine) error {
 	if duck.Connect(e.db, &v.mu.admin) == duck.StateError {
 		return errors.New("query: connecting to DuckDB failed")
 	}
+	// Apron's times are UTC; so are DuckDB's casts of times with a zone.
+	if err := exec(v.mu.admin, "SET GLOBAL TimeZone = 'UTC'"); err != nil {
+		return fmt.Errorf("query: setting the time zone: %w", err)
+	}
+	if err := exec(v.mu.admin, "CREATE SCHEMA memory."+quoteIdent(SystemSchema)); err != nil {
+		return fmt.Errorf("query: creating the system schema: %w", err)
+	}
+	for name := range systemTables {
+		stmt := fmt.Sprintf("CREATE VIEW memory.%s.%s AS SELECT * FROM %s(%s, %s, 0)",
+			quoteIdent(SystemSchema), quoteIdent(name), scanFunction, quoteLiteral(SystemSchema), quoteLiteral(name))
+		if err := exec(v.mu.admin, stmt); err != nil {
+			return fmt.Errorf("query: creating system.%s: %w", name, err)
+		}
+	}
+	v.mu.schemas[SystemSchema] = SystemSchema
+	// now() is DuckDB's TIMESTAMP WITH TIME ZONE, which DuckDB will not
+	// compare with a TIMESTAMP_NS column: Apron's now() is the same
+	// instant as a plain (UTC) TIMESTAMP, so that time > now() - INTERVAL
+	// 5 MINUTE works. current_timestamp stays DuckDB's.
+	if err := exec(v.mu.admin, "CREATE MACRO memory.main.now() AS CAST(get_current_timestamp() AS TIMESTAMP)"); err != nil {
+		return fmt.Errorf("query: creating now(): %w", err)
+	}
 	return v.sync()
 }
 

@@ -1,0 +1,240 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/apron-db/apron/catalog"
+)
+
+// An INSERT is not run by DuckDB, whose views over the buffer take no
+// writes: its source (VALUES … or a query) is run as a query, cast to the
+// table's column types, and the rows go through the buffer's write path —
+// validated, WAL-durable, acknowledged — exactly as an ingest would.
+
+type insertPlan struct {
+	db, table string
+	columns   []string // as written; nil: the table's columns in order
+	source    string   // VALUES … / SELECT …
+	castSQL   string   // the source cast to the table's types, set by planInsert
+}
+
+var insertHead = regexp.MustCompile(`(?is)^\s*insert\s+into\s+`)
+
+// parseInsert recognizes INSERT INTO <table> [(<columns>)] <source>. ok is
+// false for any other statement.
+func parseInsert(sql, database string) (p *insertPlan, ok bool, err error) {
+	m := insertHead.FindStringIndex(sql)
+	if m == nil {
+		return nil, false, nil
+	}
+	bad := func(why string) (*insertPlan, bool, error) {
+		return nil, true, newError(ErrSyntax, "INSERT: %s; the form supported is INSERT INTO [db.]table [(column, …)] VALUES (…), … or INSERT INTO [db.]table [(column, …)] SELECT …", why)
+	}
+	rest := sql[m[1]:]
+	var parts []string
+	for {
+		id, r, ok := identifier(rest)
+		if !ok {
+			return bad("expected a table name after INSERT INTO")
+		}
+		parts = append(parts, id)
+		rest = r
+		if !strings.HasPrefix(rest, ".") {
+			break
+		}
+		rest = rest[1:]
+	}
+	p = &insertPlan{}
+	switch len(parts) {
+	case 1:
+		if database == "" {
+			return bad(fmt.Sprintf("table %q has no database: write db.table, or set a current database", parts[0]))
+		}
+		p.db, p.table = database, parts[0]
+	case 2:
+		p.db, p.table = parts[0], parts[1]
+	case 3:
+		if !strings.EqualFold(parts[0], "apron") && !strings.EqualFold(parts[0], "memory") {
+			return bad(fmt.Sprintf("catalog %q does not exist; the only catalog is apron", parts[0]))
+		}
+		p.db, p.table = parts[1], parts[2]
+	default:
+		return bad("a table name has at most three parts, catalog.database.table")
+	}
+	rest = strings.TrimLeft(rest, " \t\r\n")
+	if strings.HasPrefix(rest, "(") && !startsQuery(rest[1:]) {
+		rest = rest[1:]
+		for {
+			rest = strings.TrimLeft(rest, " \t\r\n")
+			id, r, ok := identifier(rest)
+			if !ok {
+				return bad("expected a column name in the column list")
+			}
+			p.columns = append(p.columns, id)
+			rest = strings.TrimLeft(r, " \t\r\n")
+			if strings.HasPrefix(rest, ",") {
+				rest = rest[1:]
+				continue
+			}
+			if strings.HasPrefix(rest, ")") {
+				rest = rest[1:]
+				break
+			}
+			return bad("expected , or ) in the column list")
+		}
+	}
+	p.source = strings.TrimRight(strings.TrimSpace(rest), "; \t\r\n")
+	if !startsQuery(p.source) {
+		return bad("expected VALUES or a SELECT after the table")
+	}
+	return p, true, nil
+}
+
+var queryStart = regexp.MustCompile(`(?is)^\s*\(?\s*(values|select|with|from)\b`)
+
+func startsQuery(s string) bool { return queryStart.MatchString(s) }
+
+var bareIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*`)
+
+// identifier reads a bare or "quoted" identifier at the start of s.
+func identifier(s string) (id, rest string, ok bool) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	if strings.HasPrefix(s, `"`) {
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			if s[i] == '"' {
+				if i+1 < len(s) && s[i+1] == '"' {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				return b.String(), s[i+1:], b.Len() > 0
+			}
+			b.WriteByte(s[i])
+		}
+		return "", s, false
+	}
+	m := bareIdent.FindString(s)
+	return m, s[len(m):], m != ""
+}
+
+// planInsert checks the insert against the table and writes the query that
+// casts its source to the table's types. stmt is the prepared source.
+func (e *Engine) planInsert(p *insertPlan, stmt duck.PreparedStatement) error {
+	t, ok := e.wb.Catalog().Table(p.db, p.table)
+	if !ok {
+		return newError(ErrNotFound, "INSERT into table %q of database %q: the table does not exist (a first ingest creates it)", p.table, p.db)
+	}
+	n := int(duck.PreparedStatementColumnCount(stmt))
+	names := p.columns
+	if names == nil {
+		if n > len(t.Columns) {
+			return newError(ErrSyntax, "INSERT into %q.%q: %d values per row, the table has %d columns", p.db, p.table, n, len(t.Columns))
+		}
+		for _, c := range t.Columns[:n] {
+			names = append(names, c.Name)
+		}
+	} else if n != len(names) {
+		if duck.NParams(stmt) == 0 {
+			return newError(ErrSyntax, "INSERT into %q.%q: %d columns named, %d values per row", p.db, p.table, len(names), n)
+		}
+		// With parameters of types not known yet, DuckDB may not know the
+		// source's columns before the values are bound: trust the list,
+		// and let a wrong count fail when the insert runs.
+		n = len(names)
+	}
+	aliases := make([]string, n)
+	sel := make([]string, n)
+	for i, name := range names {
+		aliases[i] = fmt.Sprintf("c%d", i+1)
+		expr := aliases[i]
+		if c, _, ok := t.Column(name); ok {
+			if typ, ok := duckTypeName(c.Type); ok {
+				expr = fmt.Sprintf("CAST(%s AS %s)", aliases[i], typ)
+			}
+		}
+		sel[i] = expr + " AS " + quoteIdent(name)
+	}
+	p.castSQL = fmt.Sprintf("SELECT %s FROM (%s) AS __apron_insert(%s)", strings.Join(sel, ", "), p.source, strings.Join(aliases, ", "))
+	return nil
+}
+
+// duckTypeName is the DuckDB type whose Arrow form is dt, as the write path
+// wants it.
+func duckTypeName(dt arrow.DataType) (string, bool) {
+	switch dt.ID() {
+	case arrow.INT8:
+		return "TINYINT", true
+	case arrow.INT16:
+		return "SMALLINT", true
+	case arrow.INT32:
+		return "INTEGER", true
+	case arrow.INT64:
+		return "BIGINT", true
+	case arrow.UINT8:
+		return "UTINYINT", true
+	case arrow.UINT16:
+		return "USMALLINT", true
+	case arrow.UINT32:
+		return "UINTEGER", true
+	case arrow.UINT64:
+		return "UBIGINT", true
+	case arrow.FLOAT32:
+		return "FLOAT", true
+	case arrow.FLOAT64:
+		return "DOUBLE", true
+	case arrow.BOOL:
+		return "BOOLEAN", true
+	case arrow.STRING:
+		return "VARCHAR", true
+	case arrow.BINARY:
+		return "BLOB", true
+	case arrow.DATE32:
+		return "DATE", true
+	case arrow.TIMESTAMP:
+		ts := dt.(*arrow.TimestampType)
+		if ts.TimeZone != "" {
+			return "", false
+		}
+		return map[arrow.TimeUnit]string{arrow.Second: "TIMESTAMP_S", arrow.Millisecond: "TIMESTAMP_MS",
+			arrow.Microsecond: "TIMESTAMP", arrow.Nanosecond: "TIMESTAMP_NS"}[ts.Unit], true
+	}
+	return "", false
+}
+
+// Exec runs a KindInsert statement (once per row of params, if any) and
+// returns the rows written. The rows go through the same validated,
+// WAL-durable write path as ingest; rows written before a failure stay,
+// and the error says how many.
+func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBatch) (int64, error) {
+	if st.Kind != KindInsert || st.insert == nil {
+		return 0, newError(ErrUnsupportedStatement, "only INSERT INTO … VALUES / SELECT is executed as an update; run queries as queries")
+	}
+	p := st.insert
+	rdr, err := e.run(ctx, p.castSQL, st.Database, st.Params.NumFields(), params)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	opts := catalog.WriteOptions{IfNotExists: catalog.FailIfNotExists, IfExists: catalog.AppendIfExists}
+	var written int64
+	for rdr.Next() {
+		res, err := e.wb.Write(ctx, p.db, p.table, rdr.RecordBatch(), opts)
+		if err != nil {
+			return written, fmt.Errorf("INSERT into %q.%q: %d rows written before this error: %w", p.db, p.table, written, err)
+		}
+		written += res.Rows
+	}
+	if err := rdr.Err(); err != nil {
+		return written, fmt.Errorf("INSERT into %q.%q: %d rows written before this error: %w", p.db, p.table, written, err)
+	}
+	return written, nil
+}

@@ -1,0 +1,262 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duck "github.com/duckdb/duckdb-go-bindings"
+)
+
+// ErrUnsupportedStatement is wrapped by the error for a statement other than
+// a query (SELECT, EXPLAIN …) or INSERT INTO … VALUES / SELECT.
+var ErrUnsupportedStatement = errors.New("unsupported statement")
+
+// StatementKind says what a statement does.
+type StatementKind int
+
+const (
+	// KindQuery returns rows (SELECT, EXPLAIN, VALUES, WITH …).
+	KindQuery StatementKind = iota
+	// KindInsert writes rows into a table through the buffer's write path.
+	KindInsert
+)
+
+// Statement is a prepared statement: checked, with the schema of its
+// result and of its parameters, but not run. It holds no connection, so a
+// client may keep it as long as it likes.
+type Statement struct {
+	SQL      string
+	Database string // the current database it was prepared in ("" = none)
+	Kind     StatementKind
+	// Schema is the result's schema; a KindInsert has no columns.
+	Schema *arrow.Schema
+	// Params is the schema of the parameters ($1, $2 … or ?), in order;
+	// no fields when there are none.
+	Params *arrow.Schema
+
+	insert *insertPlan // KindInsert
+}
+
+var emptySchema = arrow.NewSchema(nil, nil)
+
+// Prepare checks sql and returns its result and parameter schemas without
+// running it.
+func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement, error) {
+	if err := e.checkDatabase(database); err != nil {
+		return nil, err
+	}
+	st := &Statement{SQL: sql, Database: database, Kind: KindQuery}
+	source := sql
+	if ins, ok, err := parseInsert(sql, database); err != nil {
+		return nil, err
+	} else if ok {
+		st.Kind, st.insert = KindInsert, ins
+		source = ins.source
+	}
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(c)
+	stmt, err := e.prepareOn(c, source, database)
+	if err != nil {
+		return nil, err
+	}
+	defer duck.DestroyPrepare(&stmt)
+	var opts duck.ArrowOptions
+	duck.ConnectionGetArrowOptions(c.c, &opts)
+	defer duck.DestroyArrowOptions(&opts)
+	if st.Params, err = paramSchema(opts, stmt); err != nil {
+		return nil, err
+	}
+	if st.Kind == KindInsert {
+		st.Schema = emptySchema
+		if err := e.planInsert(st.insert, stmt); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	n := int(duck.PreparedStatementColumnCount(stmt))
+	names := make([]string, n)
+	types := make([]duck.LogicalType, n)
+	for i := range n {
+		names[i] = duck.PreparedStatementColumnName(stmt, duck.IdxT(i))
+		types[i] = duck.PreparedStatementColumnLogicalType(stmt, duck.IdxT(i))
+	}
+	schema, ed := duck.NewArrowSchema(opts, types, names)
+	for i := range types {
+		duck.DestroyLogicalType(&types[i])
+	}
+	if err := errorData(ed); err != nil {
+		return nil, fmt.Errorf("%w: result schema: %w", ErrExecution, err)
+	}
+	st.Schema = schema
+	return st, nil
+}
+
+func (e *Engine) checkDatabase(database string) error {
+	if database == "" {
+		return nil
+	}
+	if _, ok := e.wb.Catalog().Database(database); !ok {
+		return newError(ErrNotFound, "database %q not found", database)
+	}
+	return nil
+}
+
+// paramSchema describes a prepared statement's parameters. A parameter
+// whose type DuckDB cannot infer (SELECT $1) is null-typed: any value binds.
+func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Schema, error) {
+	n := int(duck.NParams(stmt))
+	fields := make([]arrow.Field, n)
+	for i := range n {
+		name := duck.ParameterName(stmt, duck.IdxT(i+1))
+		if name == "" {
+			name = fmt.Sprint(i + 1)
+		}
+		fields[i] = arrow.Field{Name: name, Type: arrow.Null, Nullable: true}
+		lt := duck.ParamLogicalType(stmt, duck.IdxT(i+1))
+		if duck.GetTypeId(lt) != duck.TypeInvalid && duck.GetTypeId(lt) != duck.TypeAny {
+			sc, ed := duck.NewArrowSchema(opts, []duck.LogicalType{lt}, []string{name})
+			if errorData(ed) == nil && sc != nil && sc.NumFields() == 1 {
+				fields[i].Type = sc.Field(0).Type
+			}
+		}
+		duck.DestroyLogicalType(&lt)
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// Run runs a KindQuery statement. params, if not nil, binds the
+// statement's parameters by position: each row of params is one execution,
+// and the results of all rows are streamed one after the other.
+func (e *Engine) Run(ctx context.Context, st *Statement, params arrow.RecordBatch) (array.RecordReader, error) {
+	if st.Kind != KindQuery {
+		return nil, newError(ErrUnsupportedStatement, "an INSERT returns no rows: execute it as an update")
+	}
+	return e.run(ctx, st.SQL, st.Database, st.Params.NumFields(), params)
+}
+
+// run starts sql once per row of params (once if it has no parameters).
+func (e *Engine) run(ctx context.Context, sql, database string, nparams int, params arrow.RecordBatch) (array.RecordReader, error) {
+	if nparams > 0 && (params == nil || params.NumRows() == 0) {
+		return nil, newError(ErrSyntax, "the statement has %d parameters and none are bound", nparams)
+	}
+	if nparams == 0 || params.NumRows() == 1 {
+		return e.runRow(ctx, sql, database, params, 0)
+	}
+	first, err := e.runRow(ctx, sql, database, params, 0)
+	if err != nil {
+		return nil, err
+	}
+	params.Retain()
+	return &rowsReader{e: e, ctx: ctx, sql: sql, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, nil
+}
+
+// runRow starts sql with its parameters bound to row of params (if any).
+func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.RecordBatch, row int) (*reader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.checkDatabase(database); err != nil {
+		return nil, err
+	}
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.queries.Add(1)
+	stmt, err := e.prepareOn(c, sql, database)
+	if err != nil {
+		e.release(c)
+		return nil, err
+	}
+	if n := int(duck.NParams(stmt)); n > 0 {
+		if err := bindRow(stmt, n, params, row); err != nil {
+			duck.DestroyPrepare(&stmt)
+			e.release(c)
+			return nil, err
+		}
+	}
+	r, err := e.execute(ctx, c, stmt)
+	if err != nil {
+		// execute destroyed stmt; the connection is still ours.
+		e.release(c)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// rowsReader streams the results of one execution per parameter row, each
+// started when the one before has ended.
+type rowsReader struct {
+	e        *Engine
+	ctx      context.Context
+	sql      string
+	database string
+	params   arrow.RecordBatch
+	schema   *arrow.Schema
+	cur      *reader
+	row      int
+	err      error
+	refs     int
+}
+
+func (r *rowsReader) Retain()               { r.refs++ }
+func (r *rowsReader) Schema() *arrow.Schema { return r.schema }
+func (r *rowsReader) Err() error            { return r.err }
+
+func (r *rowsReader) Release() {
+	if r.refs--; r.refs > 0 {
+		return
+	}
+	if r.cur != nil {
+		r.cur.Release()
+	}
+	r.params.Release()
+}
+
+func (r *rowsReader) Next() bool {
+	for r.err == nil && r.cur != nil {
+		if r.cur.Next() {
+			return true
+		}
+		if r.err = r.cur.Err(); r.err != nil {
+			return false
+		}
+		if r.row+1 >= int(r.params.NumRows()) {
+			return false
+		}
+		r.cur.Release()
+		r.row++
+		next, err := r.e.runRow(r.ctx, r.sql, r.database, r.params, r.row)
+		if err != nil {
+			r.cur, r.err = nil, err
+			return false
+		}
+		if !r.schema.Equal(next.Schema()) {
+			next.Release()
+			r.cur, r.err = nil, newError(ErrExecution, "parameter row %d gives a result of another schema", r.row)
+			return false
+		}
+		r.cur = next
+	}
+	return false
+}
+
+func (r *rowsReader) RecordBatch() arrow.RecordBatch {
+	if r.cur == nil {
+		return nil
+	}
+	return r.cur.RecordBatch()
+}
+
+func (r *rowsReader) Record() arrow.RecordBatch { return r.RecordBatch() }

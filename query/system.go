@@ -1,0 +1,163 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"math"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/buffer"
+)
+
+// SystemSchema is the DuckDB schema of the tables that describe the
+// server. The catalog refuses it as a database name.
+const SystemSchema = "system"
+
+// A system table is read through apron_scan like any other table; its one
+// chunk is built when the scan starts, from the state of the server then.
+type systemTable struct {
+	schema *arrow.Schema
+	build  func(e *Engine, b *array.RecordBuilder)
+}
+
+var tsType = &arrow.TimestampType{Unit: arrow.Nanosecond}
+
+func fields(specs ...any) []arrow.Field {
+	out := make([]arrow.Field, 0, len(specs)/2)
+	for i := 0; i < len(specs); i += 2 {
+		out = append(out, arrow.Field{Name: specs[i].(string), Type: specs[i+1].(arrow.DataType), Nullable: true})
+	}
+	return out
+}
+
+var (
+	str = arrow.BinaryTypes.String
+	i64 = arrow.PrimitiveTypes.Int64
+	u64 = arrow.PrimitiveTypes.Uint64
+	f64 = arrow.PrimitiveTypes.Float64
+)
+
+var systemTables = map[string]systemTable{
+	"databases": {
+		schema: arrow.NewSchema(fields("database_name", str, "database_id", u64, "tables", i64), nil),
+		build: func(e *Engine, b *array.RecordBuilder) {
+			for _, d := range e.wb.Catalog().Databases() {
+				b.Field(0).(*array.StringBuilder).Append(d.Name)
+				b.Field(1).(*array.Uint64Builder).Append(d.ID)
+				b.Field(2).(*array.Int64Builder).Append(int64(len(d.Tables)))
+			}
+		},
+	},
+	"tables": {
+		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "table_id", u64, "columns", i64), nil),
+		build: func(e *Engine, b *array.RecordBuilder) {
+			for _, d := range e.wb.Catalog().Databases() {
+				for _, t := range d.TableList() {
+					b.Field(0).(*array.StringBuilder).Append(d.Name)
+					b.Field(1).(*array.StringBuilder).Append(t.Name)
+					b.Field(2).(*array.Uint64Builder).Append(t.ID)
+					b.Field(3).(*array.Int64Builder).Append(int64(len(t.Columns)))
+				}
+			}
+		},
+	},
+	"columns": {
+		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "column_name", str,
+			"ordinal_position", i64, "data_type", str, "arrow_type", str), nil),
+		build: func(e *Engine, b *array.RecordBuilder) {
+			for _, d := range e.wb.Catalog().Databases() {
+				for _, t := range d.TableList() {
+					for i, c := range t.Columns {
+						b.Field(0).(*array.StringBuilder).Append(d.Name)
+						b.Field(1).(*array.StringBuilder).Append(t.Name)
+						b.Field(2).(*array.StringBuilder).Append(c.Name)
+						b.Field(3).(*array.Int64Builder).Append(int64(i + 1))
+						name, _ := duckTypeName(c.Type)
+						b.Field(4).(*array.StringBuilder).Append(name)
+						b.Field(5).(*array.StringBuilder).Append(c.Type.String())
+					}
+				}
+			}
+		},
+	},
+	"segments": {
+		schema: arrow.NewSchema(fields("segment_id", u64, "state", str, "start_time", tsType, "closed_time", tsType,
+			"rows", i64, "bytes", i64, "wal_file", str), nil),
+		build: func(e *Engine, b *array.RecordBuilder) {
+			for _, s := range e.wb.Segments() {
+				info := s.Info()
+				b.Field(0).(*array.Uint64Builder).Append(info.ID)
+				b.Field(1).(*array.StringBuilder).Append(string(info.State))
+				b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(info.Start.UnixNano()))
+				if info.State == buffer.SegmentOpen {
+					b.Field(3).AppendNull()
+				} else {
+					b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(info.Closed.UnixNano()))
+				}
+				b.Field(4).(*array.Int64Builder).Append(info.Rows)
+				b.Field(5).(*array.Int64Builder).Append(info.Bytes)
+				b.Field(6).(*array.StringBuilder).Append(info.WALFile)
+			}
+		},
+	},
+	"queries": {
+		schema: arrow.NewSchema(fields("query_id", i64, "database_name", str, "query", str,
+			"start_time", tsType, "running_seconds", f64), nil),
+		build: func(e *Engine, b *array.RecordBuilder) {
+			now := time.Now()
+			for _, q := range e.runningQueries() {
+				b.Field(0).(*array.Int64Builder).Append(q.id)
+				if q.database == "" {
+					b.Field(1).AppendNull()
+				} else {
+					b.Field(1).(*array.StringBuilder).Append(q.database)
+				}
+				b.Field(2).(*array.StringBuilder).Append(q.sql)
+				b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(q.start.UnixNano()))
+				b.Field(4).(*array.Float64Builder).Append(now.Sub(q.start).Seconds())
+			}
+		},
+	},
+}
+
+// systemChunk builds the one chunk of a system table, retained.
+func (e *Engine) systemChunk(name string) []buffer.Chunk {
+	st := systemTables[name]
+	b := array.NewRecordBuilder(memory.DefaultAllocator, st.schema)
+	defer b.Release()
+	st.build(e, b)
+	return []buffer.Chunk{{Rec: b.NewRecordBatch(), MinTime: math.MinInt64, MaxTime: math.MaxInt64}}
+}
+
+// runningQuery is a query in system.queries.
+type runningQuery struct {
+	id       int64
+	database string
+	sql      string
+	start    time.Time
+}
+
+var queryIDs atomic.Int64
+
+// track records a query as running until the returned func is called.
+func (e *Engine) track(sql, database string) func() {
+	q := &runningQuery{id: queryIDs.Add(1), database: database, sql: sql, start: time.Now()}
+	e.running.Store(q.id, q)
+	return func() { e.running.Delete(q.id) }
+}
+
+func (e *Engine) runningQueries() []*runningQuery {
+	var out []*runningQuery
+	e.running.Range(func(_, v any) bool {
+		out = append(out, v.(*runningQuery))
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
