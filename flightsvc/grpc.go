@@ -14,9 +14,15 @@ const MaxMessageSize = 256 << 20
 
 // NewGRPCServer returns a gRPC server with the Flight service and the
 // standard health service registered. The health service answers SERVING
-// for "" and "arrow.flight.protocol.FlightService".
+// for "" and "arrow.flight.protocol.FlightService". Flight calls run in
+// a Flight session (arrow-go's cookie-based session middleware), which
+// carries the session options of SetSessionOptions.
 func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
-	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}, opts...)
+	unary, stream := sessionInterceptors(svc.sql.sessions, svc.sql.log)
+	opts = append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
+	}, opts...)
 	srv := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(srv, svc)
 	h := health.NewServer()

@@ -11,10 +11,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/query"
 )
 
 // CatalogName is the one Flight SQL catalog; its db schemas are Apron's
@@ -28,35 +28,35 @@ var Version = "0.1.0-dev"
 type SQLServer struct {
 	flightsql.BaseServer
 	wb  *buffer.WriteBuffer
+	eng *query.Engine
 	log *slog.Logger
 	mem memory.Allocator
+
+	sessions *sessionStore
+	prepared *preparedStore
+	running  *runningQueries
 }
 
-// NewSQLServer returns the Flight SQL server over a write buffer.
-func NewSQLServer(wb *buffer.WriteBuffer, log *slog.Logger) (*SQLServer, error) {
+// NewSQLServer returns the Flight SQL server over a write buffer and the
+// query engine that reads it.
+func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, log *slog.Logger) (*SQLServer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &SQLServer{wb: wb, log: log, mem: wb.Allocator()}
+	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(),
+		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries()}
 	s.Alloc = s.mem
-	infos := map[flightsql.SqlInfo]any{
-		flightsql.SqlInfoFlightSqlServerName:                        "Apron",
-		flightsql.SqlInfoFlightSqlServerVersion:                     Version,
-		flightsql.SqlInfoFlightSqlServerArrowVersion:                "18.8.0",
-		flightsql.SqlInfoFlightSqlServerReadOnly:                    false,
-		flightsql.SqlInfoFlightSqlServerSql:                         false,
-		flightsql.SqlInfoFlightSqlServerSubstrait:                   false,
-		flightsql.SqlInfoFlightSqlServerTransaction:                 int32(flightsql.SqlTransactionNone),
-		flightsql.SqlInfoFlightSqlServerCancel:                      false,
-		flightsql.SqlInfoFlightSqlServerBulkIngestion:               true,
-		flightsql.SqlInfoFlightSqlServerIngestTransactionsSupported: false,
-	}
-	for id, v := range infos {
+	for id, v := range s.sqlInfo() {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
 			return nil, fmt.Errorf("flightsvc: registering sql info %d: %w", id, err)
 		}
 	}
 	return s, nil
+}
+
+// Close releases the parameters bound to open prepared statements.
+func (s *SQLServer) Close() {
+	s.prepared.closeAll()
 }
 
 // DoPutCommandStatementIngest is ADBC's bulk ingest (adbc_ingest).
@@ -87,10 +87,10 @@ func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (string, c
 	}
 	db := cmd.GetSchema()
 	if db == "" {
-		db = databaseHeader(ctx)
+		db = currentDatabase(ctx)
 	}
 	if db == "" {
-		return "", opts, fmt.Errorf("%w: no database named: set the ingest target db schema (ADBC option adbc.ingest.target_db_schema) or send a %q header", errInvalidRequest, "database")
+		return "", opts, fmt.Errorf("%w: no database named: set the ingest target db schema (ADBC option adbc.ingest.target_db_schema), send a %q header or set the session option %q", errInvalidRequest, "database", sessionSchema)
 	}
 	tdo := cmd.GetTableDefinitionOptions()
 	switch tdo.GetIfNotExist() {
@@ -112,16 +112,6 @@ func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (string, c
 		return "", opts, fmt.Errorf("%w: unknown if_exists option %d", errInvalidRequest, tdo.GetIfExists())
 	}
 	return db, opts, nil
-}
-
-// databaseHeader is the current database a client names with a "database"
-// request header (InfluxDB 3's convention).
-func databaseHeader(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get("database"); len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // ingestWindow is how many batches of one stream may wait for their fsync

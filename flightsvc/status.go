@@ -3,12 +3,14 @@ package flightsvc
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/query"
 )
 
 // codeRules map domain errors to gRPC codes; the first match wins.
@@ -25,12 +27,19 @@ var codeRules = []struct {
 	{catalog.ErrTableNotFound, codes.NotFound},
 	{catalog.ErrDatabaseNotFound, codes.NotFound},
 	{errNotFound, codes.NotFound},
+	{errResourceExhausted, codes.ResourceExhausted},
 	{catalog.ErrTableExists, codes.AlreadyExists},
 	{catalog.ErrLimitExceeded, codes.ResourceExhausted},
 	{buffer.ErrBufferFull, codes.ResourceExhausted},
 	{errUnsupported, codes.Unimplemented},
 	{buffer.ErrClosed, codes.Unavailable},
 	{buffer.ErrWAL, codes.Unavailable},
+	{query.ErrSyntax, codes.InvalidArgument},
+	{query.ErrExecution, codes.InvalidArgument},
+	{query.ErrUnsupportedStatement, codes.InvalidArgument},
+	{query.ErrNotFound, codes.NotFound},
+	{query.ErrTooManyQueries, codes.ResourceExhausted},
+	{query.ErrClosed, codes.Unavailable},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }
@@ -39,6 +48,11 @@ var (
 	errInvalidRequest = errors.New("invalid request")
 	errNotFound       = errors.New("not found")
 	errUnsupported    = errors.New("not supported")
+
+	errResourceExhausted = errors.New("resource exhausted")
+	errNoTransactions    = fmt.Errorf("%w: transactions are not supported; send no transaction id", errUnsupported)
+	errInsertAsQuery     = fmt.Errorf("%w: an INSERT returns no rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)", errInvalidRequest)
+	errQueryAsUpdate     = fmt.Errorf("%w: only INSERT INTO <table> VALUES … and INSERT INTO <table> SELECT … run as updates; run a query with ExecuteQuery", errInvalidRequest)
 )
 
 // statusOf turns an error into a gRPC status error. An error that already

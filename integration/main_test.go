@@ -32,8 +32,9 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	apronBin = filepath.Join(dir, "apron")
 	// The server is built without -race even under `go test -race`: the race
-	// detector applies to the test process only.
-	cmd := exec.Command("go", "build", "-o", apronBin, "./cmd/apron")
+	// detector applies to the test process only. The query engine links
+	// DuckDB, whose Arrow functions need the duckdb_arrow build tag.
+	cmd := exec.Command("go", "build", "-tags", "duckdb_arrow", "-o", apronBin, "./cmd/apron")
 	cmd.Dir = root
 	cmd.Stdout = os.Stderr
 	cmd.Stderr = os.Stderr

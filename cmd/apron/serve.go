@@ -20,6 +20,7 @@ import (
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/flightsvc"
+	"github.com/apron-db/apron/query"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -30,11 +31,14 @@ type serveFlags struct {
 	shutdownTimeout     time.Duration
 	memLimit            byteSize
 	cfg                 buffer.Config
+	queryMemLimit       byteSize
+	queryCfg            query.Config
 }
 
 func parseServeFlags(args []string) (*serveFlags, error) {
-	f := &serveFlags{cfg: buffer.DefaultConfig()}
+	f := &serveFlags{cfg: buffer.DefaultConfig(), queryCfg: query.DefaultConfig()}
 	f.memLimit = byteSize(f.cfg.MemLimit)
+	f.queryMemLimit = byteSize(f.queryCfg.MemoryLimit)
 	fs := flag.NewFlagSet("apron serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8082", "address the Flight / Flight SQL gRPC service listens on")
 	fs.StringVar(&f.cfg.DataDir, "data-dir", f.cfg.DataDir, "directory of the WAL and the catalog")
@@ -45,6 +49,9 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.IntVar(&f.cfg.Limits.MaxDatabases, "max-databases", f.cfg.Limits.MaxDatabases, "most databases")
 	fs.IntVar(&f.cfg.Limits.MaxTables, "max-tables", f.cfg.Limits.MaxTables, "most tables, all databases together")
 	fs.IntVar(&f.cfg.Limits.MaxColumnsPerTable, "max-columns-per-table", f.cfg.Limits.MaxColumnsPerTable, "most columns in a table, time included")
+	fs.Var(&f.queryMemLimit, "query-memory-limit", "DuckDB's memory limit for queries, e.g. 4GiB; 0 leaves DuckDB's default (80% of RAM)")
+	fs.IntVar(&f.queryCfg.Threads, "query-threads", f.queryCfg.Threads, "DuckDB worker threads; 0 = one per core")
+	fs.IntVar(&f.queryCfg.MaxConcurrent, "max-concurrent-queries", f.queryCfg.MaxConcurrent, "most SQL statements running at once; more wait up to 5s, then get RESOURCE_EXHAUSTED")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:8083", "address of the HTTP /metrics endpoint (Prometheus); empty to disable")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -59,6 +66,10 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		return nil, err
 	}
 	f.cfg.MemLimit = int64(f.memLimit)
+	f.queryCfg.MemoryLimit = int64(f.queryMemLimit)
+	if err := f.queryCfg.Validate(); err != nil {
+		return nil, err
+	}
 	switch f.walSync {
 	case "fsync":
 		f.cfg.WALSync = wal.SyncFsync
@@ -107,15 +118,37 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	sql, err := flightsvc.NewSQLServer(wb, log)
+	f.queryCfg.Logger = log
+	eng, err := query.Open(wb, f.queryCfg)
 	if err != nil {
 		wb.Close()
 		return err
 	}
+	// closeAll closes the engine before the buffer it reads. The engine
+	// waits for every running query to give its connection back; if that
+	// takes longer than the shutdown timeout, the buffer is closed anyway
+	// so that the WAL is closed cleanly.
+	closeAll := func() error {
+		closed := make(chan error, 1)
+		go func() { closed <- eng.Close() }()
+		var err error
+		select {
+		case err = <-closed:
+		case <-time.After(f.shutdownTimeout):
+			err = fmt.Errorf("the query engine did not close within %s (a query still holds a connection)", f.shutdownTimeout)
+		}
+		return errors.Join(err, wb.Close())
+	}
+	sql, err := flightsvc.NewSQLServer(wb, eng, log)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	defer sql.Close()
 	srv, health := flightsvc.NewGRPCServer(flightsvc.NewService(sql))
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		wb.Close()
+		closeAll()
 		return fmt.Errorf("--addr: %w", err)
 	}
 	var metricsSrv *http.Server
@@ -124,7 +157,7 @@ func serve(args []string) error {
 		ml, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
 			lis.Close()
-			wb.Close()
+			closeAll()
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		metricsAddr = ml.Addr().String()
@@ -144,6 +177,7 @@ func serve(args []string) error {
 	go func() { served <- srv.Serve(lis) }()
 	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
 		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
+		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
 		"startup", time.Since(start).Round(time.Millisecond))
 
 	select {
@@ -164,8 +198,8 @@ func serve(args []string) error {
 	if metricsSrv != nil {
 		metricsSrv.Close()
 	}
-	if cerr := wb.Close(); cerr != nil {
-		log.Error("closing buffer", "err", cerr)
+	if cerr := closeAll(); cerr != nil {
+		log.Error("closing the query engine and the buffer", "err", cerr)
 		return cerr
 	}
 	log.Info("apron stopped")

@@ -1,0 +1,322 @@
+package flightsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/query"
+)
+
+// Prepared statement limits: a handle not used for preparedIdle is
+// forgotten; at most preparedMax are open at once.
+const (
+	preparedIdle = time.Hour
+	preparedMax  = 10000
+)
+
+// preparedStore holds the open prepared statements by handle, with the
+// parameters last bound to each.
+type preparedStore struct {
+	idle time.Duration
+	max  int
+	mu   struct {
+		sync.Mutex
+		m     map[string]*prepared
+		swept time.Time // last sweep of expired handles
+	}
+}
+
+type prepared struct {
+	st     *query.Statement
+	params arrow.RecordBatch // bound by DoPut; nil if none (guarded by the store's mu)
+	used   time.Time
+}
+
+func newPreparedStore() *preparedStore {
+	p := &preparedStore{idle: preparedIdle, max: preparedMax}
+	p.mu.m = make(map[string]*prepared)
+	return p
+}
+
+// add stores st under a new handle.
+func (p *preparedStore) add(st *query.Statement) (string, error) {
+	handle := rand.Text()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	// Sweep expired handles (releasing their parameters) now and then,
+	// and whenever the store is full.
+	if len(p.mu.m) >= p.max || now.Sub(p.mu.swept) > time.Minute {
+		p.mu.swept = now
+		for h, e := range p.mu.m {
+			if now.Sub(e.used) > p.idle {
+				p.dropLocked(h, e)
+			}
+		}
+	}
+	if len(p.mu.m) >= p.max {
+		return "", fmt.Errorf("%w: %d prepared statements are open; close some (ClosePreparedStatement) or let them expire after %s idle",
+			errResourceExhausted, p.max, p.idle)
+	}
+	p.mu.m[handle] = &prepared{st: st, used: now}
+	return handle, nil
+}
+
+func (p *preparedStore) dropLocked(h string, e *prepared) {
+	if e.params != nil {
+		e.params.Release()
+	}
+	delete(p.mu.m, h)
+}
+
+// get returns the statement and its bound parameters (retained: the
+// caller releases them).
+func (p *preparedStore) get(handle []byte) (*query.Statement, arrow.RecordBatch, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.mu.m[string(handle)]
+	now := time.Now()
+	if ok && now.Sub(e.used) > p.idle {
+		p.dropLocked(string(handle), e)
+		ok = false
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: prepared statement %q is not open (closed, or idle for more than %s, or the server restarted); prepare it again",
+			errNotFound, handle, p.idle)
+	}
+	e.used = now
+	if e.params != nil {
+		e.params.Retain()
+	}
+	return e.st, e.params, nil
+}
+
+// bind replaces the parameters of a statement; it takes ownership of
+// params.
+func (p *preparedStore) bind(handle []byte, params arrow.RecordBatch) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.mu.m[string(handle)]
+	if !ok {
+		if params != nil {
+			params.Release()
+		}
+		return fmt.Errorf("%w: prepared statement %q is not open; prepare it again", errNotFound, handle)
+	}
+	if e.params != nil {
+		e.params.Release()
+	}
+	e.params = params
+	e.used = time.Now()
+	return nil
+}
+
+func (p *preparedStore) close(handle []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.mu.m[string(handle)]; ok {
+		p.dropLocked(string(handle), e)
+	}
+}
+
+func (p *preparedStore) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h, e := range p.mu.m {
+		p.dropLocked(h, e)
+	}
+}
+
+// readParams reads every batch of a parameter stream into one batch
+// (nil if the stream has no columns or no rows).
+func readParams(mem memory.Allocator, rdr flight.MessageReader) (arrow.RecordBatch, error) {
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	if err := rdr.Err(); err != nil {
+		return nil, fmt.Errorf("%w: reading the parameters: %w", errInvalidRequest, err)
+	}
+	sc := rdr.Schema()
+	if sc == nil || sc.NumFields() == 0 || len(recs) == 0 {
+		return nil, nil
+	}
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for j, r := range recs {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("%w: concatenating parameter batches: %w", errInvalidRequest, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
+}
+
+// paramsFor returns params if st takes parameters, else nil: a statement
+// without parameters runs once, whatever was bound.
+func paramsFor(st *query.Statement, params arrow.RecordBatch) arrow.RecordBatch {
+	if st.Params == nil || st.Params.NumFields() == 0 {
+		return nil
+	}
+	return params
+}
+
+// CreatePreparedStatement checks a statement and answers its result and
+// parameter schemas; JDBC and ADBC Python prepare every statement.
+func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	if len(req.GetTransactionId()) > 0 {
+		return res, statusOf(errNoTransactions)
+	}
+	st, err := s.prepare(ctx, req.GetQuery())
+	if err != nil {
+		return res, statusOf(err)
+	}
+	handle, err := s.prepared.add(st)
+	if err != nil {
+		return res, statusOf(err)
+	}
+	isUpdate := st.Kind == query.KindInsert
+	res.Handle = []byte(handle)
+	res.DatasetSchema = st.Schema
+	res.ParameterSchema = st.Params
+	res.IsUpdate = &isUpdate
+	return res, nil
+}
+
+func (s *SQLServer) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	s.prepared.close(req.GetPreparedStatementHandle())
+	return nil
+}
+
+// DoPutPreparedStatementQuery binds parameters: the batches of the stream,
+// one execution per row, kept until the next bind or the close.
+func (s *SQLServer) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	handle := cmd.GetPreparedStatementHandle()
+	params, err := readParams(s.mem, rdr)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if err := s.prepared.bind(handle, params); err != nil {
+		return nil, statusOf(err)
+	}
+	return handle, nil
+}
+
+func (s *SQLServer) GetFlightInfoPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if params != nil {
+		params.Release()
+	}
+	if st.Kind != query.KindQuery {
+		return nil, statusOf(errInsertAsQuery)
+	}
+	if n := st.Params.NumFields(); n > 0 && params == nil {
+		return nil, statusOf(fmt.Errorf("%w: the statement has %d parameters and none are bound: bind them first (ADBC Bind, JDBC setXxx, Flight SQL DoPut of CommandPreparedStatementQuery)",
+			errInvalidRequest, n))
+	}
+	return s.infoForCommand(desc, st.Schema), nil
+}
+
+func (s *SQLServer) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if params != nil {
+		params.Release()
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema, s.mem)}, nil
+}
+
+// DoGetPreparedStatement runs a prepared query with its bound parameters.
+func (s *SQLServer) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	handle := cmd.GetPreparedStatementHandle()
+	st, params, err := s.prepared.get(handle)
+	if err != nil {
+		return nil, nil, statusOf(err)
+	}
+	if params != nil {
+		defer params.Release()
+	}
+	if st.Kind != query.KindQuery {
+		return nil, nil, statusOf(errInsertAsQuery)
+	}
+	qctx, done, err := s.running.start(ctx, preparedKey(handle))
+	if err != nil {
+		return nil, nil, statusOf(err)
+	}
+	rdr, err := s.eng.Run(qctx, st, paramsFor(st, params))
+	if err != nil {
+		done()
+		return nil, nil, statusOf(err)
+	}
+	return rdr.Schema(), s.stream(ctx, rdr, done), nil
+}
+
+// DoPutPreparedStatementUpdate runs a prepared INSERT, once per row of the
+// parameters sent with it (or bound before), and answers the rows written.
+func (s *SQLServer) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
+	st, bound, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return 0, statusOf(err)
+	}
+	if bound != nil {
+		defer bound.Release()
+	}
+	params, err := readParams(s.mem, rdr)
+	if err != nil {
+		return 0, statusOf(err)
+	}
+	if params != nil {
+		defer params.Release()
+	} else {
+		params = bound
+	}
+	if st.Kind != query.KindInsert {
+		return 0, statusOf(errQueryAsUpdate)
+	}
+	n, err := s.eng.Exec(ctx, st, paramsFor(st, params))
+	return n, statusOf(err)
+}

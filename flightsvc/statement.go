@@ -1,0 +1,358 @@
+package flightsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/apron-db/apron/query"
+)
+
+// statementTicket is the statement handle inside a Flight SQL
+// TicketStatementQuery: the SQL and the database it resolves names in,
+// fixed when GetFlightInfo was answered, and an id that CancelFlightInfo
+// names the query by.
+type statementTicket struct {
+	SQL      string `json:"sql"`
+	Database string `json:"database,omitempty"`
+	ID       string `json:"id"`
+}
+
+func decodeStatementTicket(handle []byte) (statementTicket, error) {
+	var t statementTicket
+	if err := json.Unmarshal(handle, &t); err != nil || t.ID == "" {
+		return t, fmt.Errorf("%w: malformed statement ticket %q", errInvalidRequest, handle)
+	}
+	return t, nil
+}
+
+// GetFlightInfoStatement checks a query and answers its schema and one
+// endpoint, on this server, whose ticket carries the query.
+func (s *SQLServer) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	st, err := s.prepareQuery(ctx, cmd)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	handle, err := json.Marshal(statementTicket{SQL: st.SQL, Database: st.Database, ID: rand.Text()})
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket(handle)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &flight.FlightInfo{
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		FlightDescriptor: desc,
+		Schema:           flight.SerializeSchema(st.Schema, s.mem),
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+func (s *SQLServer) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	st, err := s.prepareQuery(ctx, cmd)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema, s.mem)}, nil
+}
+
+// prepareQuery prepares a statement that must return rows.
+func (s *SQLServer) prepareQuery(ctx context.Context, cmd flightsql.StatementQuery) (*query.Statement, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return nil, errNoTransactions
+	}
+	st, err := s.prepare(ctx, cmd.GetQuery())
+	if err != nil {
+		return nil, err
+	}
+	if st.Kind != query.KindQuery {
+		return nil, errInsertAsQuery
+	}
+	if st.Params != nil && st.Params.NumFields() > 0 {
+		return nil, fmt.Errorf("%w: the query has %d parameters: prepare it and bind them (ADBC Prepare and Bind, JDBC PreparedStatement)",
+			errInvalidRequest, st.Params.NumFields())
+	}
+	return st, nil
+}
+
+// prepare prepares sql in the current database. A statement DuckDB would
+// run but Apron does not (DDL, DELETE, UPDATE …) often fails in DuckDB's
+// binder first ("Can only delete from base table"): its error then says
+// what Apron supports as well.
+func (s *SQLServer) prepare(ctx context.Context, sql string) (*query.Statement, error) {
+	st, err := s.eng.Prepare(ctx, sql, currentDatabase(ctx))
+	if err != nil && !errors.Is(err, query.ErrUnsupportedStatement) && !errors.Is(err, context.Canceled) {
+		if kw := firstKeyword(sql); unsupportedKeywords[kw] {
+			return nil, fmt.Errorf("%w: %s statements are not supported; Apron runs queries (SELECT …) and INSERT INTO <table> VALUES … / SELECT … (%w)",
+				query.ErrUnsupportedStatement, kw, err)
+		}
+	}
+	return st, err
+}
+
+// unsupportedKeywords start statements Apron does not run.
+var unsupportedKeywords = map[string]bool{
+	"ALTER": true, "ANALYZE": true, "ATTACH": true, "BEGIN": true, "CALL": true, "CHECKPOINT": true, "COMMENT": true,
+	"COMMIT": true, "COPY": true, "CREATE": true, "DELETE": true, "DETACH": true, "DROP": true, "EXPORT": true,
+	"GRANT": true, "IMPORT": true, "INSTALL": true, "LOAD": true, "MERGE": true, "RESET": true, "REVOKE": true,
+	"ROLLBACK": true, "SET": true, "TRUNCATE": true, "UPDATE": true, "USE": true, "VACUUM": true,
+}
+
+// firstKeyword is the first word of sql, upper case, after white space,
+// comments and opening parentheses.
+func firstKeyword(sql string) string {
+	s := sql
+	for {
+		s = strings.TrimLeft(s, " \t\r\n(")
+		switch {
+		case strings.HasPrefix(s, "--"):
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				s = s[i+1:]
+				continue
+			}
+			return ""
+		case strings.HasPrefix(s, "/*"):
+			if i := strings.Index(s, "*/"); i >= 0 {
+				s = s[i+2:]
+				continue
+			}
+			return ""
+		}
+		end := strings.IndexFunc(s, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_')
+		})
+		if end < 0 {
+			end = len(s)
+		}
+		return strings.ToUpper(s[:end])
+	}
+}
+
+// DoGetStatement runs the query of a ticket and streams its result.
+func (s *SQLServer) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	t, err := decodeStatementTicket(tkt.GetStatementHandle())
+	if err != nil {
+		return nil, nil, statusOf(err)
+	}
+	qctx, done, err := s.running.start(ctx, statementKey(t.ID))
+	if err != nil {
+		return nil, nil, statusOf(err)
+	}
+	rdr, err := s.eng.Query(qctx, t.SQL, t.Database)
+	if err != nil {
+		done()
+		return nil, nil, statusOf(err)
+	}
+	return rdr.Schema(), s.stream(ctx, rdr, done), nil
+}
+
+// DoPutCommandStatementUpdate runs INSERT INTO … VALUES / SELECT and
+// answers the rows written; any other statement is refused.
+func (s *SQLServer) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return 0, statusOf(errNoTransactions)
+	}
+	st, err := s.prepare(ctx, cmd.GetQuery())
+	if err != nil {
+		return 0, statusOf(err)
+	}
+	if st.Kind != query.KindInsert {
+		return 0, statusOf(errQueryAsUpdate)
+	}
+	if st.Params != nil && st.Params.NumFields() > 0 {
+		return 0, statusOf(fmt.Errorf("%w: the statement has %d parameters: prepare it and bind them", errInvalidRequest, st.Params.NumFields()))
+	}
+	n, err := s.eng.Exec(ctx, st, nil)
+	return n, statusOf(err)
+}
+
+// maxChunkBytes bounds the estimated size of one streamed batch. Clients
+// refuse bigger gRPC messages than they allow: arrow-go's and most gRPC
+// clients default to 4 MiB, the ADBC Flight SQL driver to 16 MiB.
+const maxChunkBytes = 2 << 20
+
+// stream sends the batches of rdr as DuckDB produces them, each cut to at
+// most maxChunkBytes. The channel is unbuffered: a batch is read from
+// DuckDB only once the previous one was taken, so a slow client slows the
+// query instead of filling memory. The producer stops when ctx is done
+// (the client went away), releases rdr and calls done.
+func (s *SQLServer) stream(ctx context.Context, rdr array.RecordReader, done func()) <-chan flight.StreamChunk {
+	ch := make(chan flight.StreamChunk)
+	go func() {
+		defer close(ch)
+		defer done()
+		defer rdr.Release()
+		send := func(c flight.StreamChunk) bool {
+			select {
+			case ch <- c:
+				return true
+			case <-ctx.Done():
+				if c.Data != nil {
+					c.Data.Release()
+				}
+				return false
+			}
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("panic streaming a query result", "panic", r)
+				send(flight.StreamChunk{Err: statusOf(fmt.Errorf("internal error streaming the result: %v", r))})
+			}
+		}()
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			n := rec.NumRows()
+			step := n
+			if size := util.TotalRecordSize(rec); size > maxChunkBytes && n > 1 {
+				step = max(1, n*maxChunkBytes/size)
+			}
+			for off := int64(0); off < n; off += step {
+				var part arrow.RecordBatch
+				if off == 0 && step >= n {
+					rec.Retain()
+					part = rec
+				} else {
+					part = rec.NewSlice(off, min(off+step, n))
+				}
+				if !send(flight.StreamChunk{Data: part}) {
+					return
+				}
+			}
+		}
+		if err := rdr.Err(); err != nil {
+			send(flight.StreamChunk{Err: statusOf(err)})
+		}
+	}()
+	return ch
+}
+
+// runningQueries are the DoGets running now, by the key CancelFlightInfo
+// finds them by, and the statement tickets cancelled before they ran.
+type runningQueries struct {
+	mu struct {
+		sync.Mutex
+		running   map[string]map[*runningQuery]struct{}
+		cancelled map[string]time.Time
+	}
+}
+
+type runningQuery struct{ cancel context.CancelCauseFunc }
+
+// cancelledKeep is how long a ticket cancelled before its DoGet stays
+// refused.
+const cancelledKeep = time.Hour
+
+func newRunningQueries() *runningQueries {
+	r := &runningQueries{}
+	r.mu.running = make(map[string]map[*runningQuery]struct{})
+	r.mu.cancelled = make(map[string]time.Time)
+	return r
+}
+
+func statementKey(id string) string    { return "statement:" + id }
+func preparedKey(handle []byte) string { return "prepared:" + string(handle) }
+
+// errCancelledByClient is the cause of a query stopped by CancelFlightInfo.
+var errCancelledByClient = fmt.Errorf("%w: the query was cancelled (CancelFlightInfo)", context.Canceled)
+
+// start registers a query under key and returns its context and the
+// function that unregisters it.
+func (r *runningQueries) start(ctx context.Context, key string) (context.Context, func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.mu.cancelled[key]; ok {
+		return nil, nil, errCancelledByClient
+	}
+	qctx, cancel := context.WithCancelCause(ctx)
+	q := &runningQuery{cancel: cancel}
+	set := r.mu.running[key]
+	if set == nil {
+		set = make(map[*runningQuery]struct{})
+		r.mu.running[key] = set
+	}
+	set[q] = struct{}{}
+	var once sync.Once
+	return qctx, func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(set, q)
+			if len(r.mu.running[key]) == 0 {
+				delete(r.mu.running, key)
+			}
+			r.mu.Unlock()
+			cancel(nil)
+		})
+	}, nil
+}
+
+// cancel stops the queries running under key and reports whether there
+// were any. remember keeps the key refused for later DoGets.
+func (r *runningQueries) cancel(key string, remember bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	for k, t := range r.mu.cancelled {
+		if now.Sub(t) > cancelledKeep {
+			delete(r.mu.cancelled, k)
+		}
+	}
+	if remember {
+		r.mu.cancelled[key] = now
+	}
+	set := r.mu.running[key]
+	for q := range set {
+		q.cancel(errCancelledByClient)
+	}
+	return len(set) > 0
+}
+
+// CancelFlightInfo cancels the queries of a FlightInfo's endpoints: a
+// running DoGet of its ticket fails with CANCELLED, and a statement ticket
+// not yet fetched is refused from now on.
+func (s *SQLServer) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	st := flight.CancelStatusNotCancellable
+	info := req.GetInfo()
+	if info == nil {
+		return flight.CancelFlightInfoResult{}, statusOf(fmt.Errorf("%w: CancelFlightInfo without a FlightInfo", errInvalidRequest))
+	}
+	for _, ep := range info.GetEndpoint() {
+		var a anypb.Any
+		if err := proto.Unmarshal(ep.GetTicket().GetTicket(), &a); err != nil {
+			continue // not a Flight SQL ticket: plain Flight reads are not cancellable
+		}
+		msg, err := a.UnmarshalNew()
+		if err != nil {
+			continue
+		}
+		switch m := msg.(type) {
+		case *flightpb.TicketStatementQuery:
+			t, err := decodeStatementTicket(m.GetStatementHandle())
+			if err != nil {
+				return flight.CancelFlightInfoResult{}, statusOf(err)
+			}
+			s.running.cancel(statementKey(t.ID), true)
+			st = flight.CancelStatusCancelled
+		case *flightpb.CommandPreparedStatementQuery:
+			if s.running.cancel(preparedKey(m.GetPreparedStatementHandle()), false) {
+				st = flight.CancelStatusCancelled
+			}
+		}
+	}
+	return flight.CancelFlightInfoResult{Status: st}, nil
+}

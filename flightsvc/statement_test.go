@@ -1,0 +1,121 @@
+package flightsvc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestFirstKeyword(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SELECT 1":                           "SELECT",
+		"  \n\tdelete from x":                "DELETE",
+		"-- comment\nCREATE TABLE x (a int)": "CREATE",
+		"/* c */ (SELECT 1)":                 "SELECT",
+		"/* unterminated":                    "",
+		"":                                   "",
+		"insert_into":                        "INSERT_INTO",
+	} {
+		if got := firstKeyword(sql); got != want {
+			t.Errorf("firstKeyword(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}
+
+// wideBatch is n rows of one string column of width bytes per row.
+func wideBatch(mem memory.Allocator, n, width int) arrow.RecordBatch {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	v := strings.Repeat("x", width)
+	for range n {
+		b.Field(0).(*array.StringBuilder).Append(v)
+	}
+	return b.NewRecordBatch()
+}
+
+// TestStreamChunks: batches bigger than maxChunkBytes are cut, every row
+// arrives once, and nothing leaks, also when the consumer goes away.
+func TestStreamChunks(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rows      int
+		width     int
+		cancelAt  int // stop reading after this many chunks (0: read all)
+		wantParts int
+	}{
+		{"small", 100, 10, 0, 1},
+		{"wide", 2048, 4096, 0, 5},
+		{"cancelled", 2048, 4096, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			s := &SQLServer{log: slog.New(slog.DiscardHandler), mem: mem}
+			rec := wideBatch(mem, tc.rows, tc.width)
+			rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec, rec})
+			rec.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			ch := s.stream(ctx, rdr, func() { close(done) })
+			var rows int64
+			parts := 0
+			for c := range ch {
+				if c.Err != nil {
+					t.Fatal(c.Err)
+				}
+				// A slice shares its parent's buffers: count the bytes its
+				// rows use.
+				if size := c.Data.NumRows() * int64(tc.width+4); c.Data.NumRows() > 1 && size > maxChunkBytes {
+					t.Errorf("chunk of %d rows, %d bytes", c.Data.NumRows(), size)
+				}
+				rows += c.Data.NumRows()
+				parts++
+				c.Data.Release()
+				if tc.cancelAt > 0 && parts == tc.cancelAt {
+					cancel()
+					break
+				}
+			}
+			for c := range ch { // drain what was in flight
+				if c.Data != nil {
+					c.Data.Release()
+				}
+			}
+			<-done
+			if tc.cancelAt > 0 {
+				return
+			}
+			if rows != int64(2*tc.rows) {
+				t.Errorf("streamed %d rows, want %d", rows, 2*tc.rows)
+			}
+			if want := 2 * tc.wantParts; parts != want {
+				t.Errorf("streamed %d chunks, want %d", parts, want)
+			}
+		})
+	}
+}
+
+func TestPreparedStoreBound(t *testing.T) {
+	p := newPreparedStore()
+	p.max = 3
+	for i := range 3 {
+		if _, err := p.add(nil); err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+	}
+	_, err := p.add(nil)
+	if got := fmt.Sprint(statusOf(err)); !strings.Contains(got, "ResourceExhausted") {
+		t.Errorf("add past the bound: %v", got)
+	}
+}
