@@ -265,6 +265,12 @@ func (e *Engine) acquire(ctx context.Context) (*conn, error) {
 			<-e.sem
 			return nil, errors.New("query: connecting to DuckDB failed")
 		}
+		if err := exec(c.c, "USE "+Catalog); err != nil {
+			duck.Disconnect(&c.c)
+			e.mu.Unlock()
+			<-e.sem
+			return nil, fmt.Errorf("query: new connection: %w", err)
+		}
 		var cc duck.ClientContext
 		duck.ConnectionGetClientContext(c.c, &cc)
 		c.id = uint64(duck.ClientContextGetConnectionId(cc))
@@ -340,10 +346,10 @@ func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatemen
 	if c.schema != database {
 		var set string
 		if database == "" {
-			set = "RESET search_path"
+			set = "SET search_path = 'apron.main'"
 		} else {
 			// main keeps Apron's macros (now()) reachable.
-			set = "SET search_path = " + quoteLiteral("memory."+quoteIdent(database)+",memory.main")
+			set = "SET search_path = " + quoteLiteral("apron."+quoteIdent(database)+",apron.main")
 		}
 		if err := exec(c.c, set); err != nil {
 			return stmt, fmt.Errorf("query: setting database %q: %w", database, err)

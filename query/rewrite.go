@@ -5,7 +5,7 @@ package query
 import "strings"
 
 // qualifySystem rewrites references to the system schema (system.tables,
-// "system"."tables") as memory.system.…: DuckDB has a catalog of its own
+// "system"."tables") as apron.system.…: DuckDB has a catalog of its own
 // named system, and would call the bare name ambiguous. String literals,
 // quoted identifiers other than "system", and comments are left alone, as
 // is a name already qualified (x.system.tables).
@@ -56,7 +56,7 @@ func qualifySystem(sql string) string {
 				k++
 			}
 			if name == SystemSchema && k < len(sql) && sql[k] == '.' && prev != '.' {
-				b.WriteString("memory.")
+				b.WriteString(Catalog + ".")
 			}
 			b.WriteString(word)
 			i, prev = j, 'a'

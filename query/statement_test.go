@@ -180,3 +180,10 @@ func TestNowComparesWithTime(t *testing.T) {
 	equalRows(t, "last 5 minutes", v.query("SELECT v FROM db.recent WHERE time > now() - INTERVAL 5 MINUTE AND time <= now() ORDER BY v", ""), []string{"2"})
 	equalRows(t, "with a current database", v.query("SELECT count(*) FROM recent WHERE time > now() - INTERVAL 1 HOUR", "db"), []string{"3"})
 }
+
+func TestCatalogQualifiedNames(t *testing.T) {
+	v := cpuEnv(t)
+	equalRows(t, "apron.db.cpu", v.query("SELECT count(*) FROM apron.db.cpu", ""), []string{"3"})
+	equalRows(t, "apron.system.tables", v.query("SELECT count(*) FROM apron.system.tables", ""), []string{"1"})
+	equalRows(t, "current database", v.query(`SELECT count(*) FROM "apron"."db"."cpu" JOIN cpu USING (time)`, "db"), []string{"3"})
+}

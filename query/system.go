@@ -15,6 +15,9 @@ import (
 	"github.com/apron-db/apron/buffer"
 )
 
+// Catalog is the one catalog SQL sees, as Flight SQL names it.
+const Catalog = "apron"
+
 // SystemSchema is the DuckDB schema of the tables that describe the
 // server. The catalog refuses it as a database name.
 const SystemSchema = "system"

@@ -43,15 +43,22 @@ func (v *viewSync) init(e *Engine) error {
 	if duck.Connect(e.db, &v.mu.admin) == duck.StateError {
 		return errors.New("query: connecting to DuckDB failed")
 	}
+	// The Flight SQL catalog is apron: tools that qualify names fully
+	// (SELECT … FROM apron.db.table) must find them. DuckDB's own database
+	// is "memory"; an attached in-memory one takes Apron's name, and every
+	// connection USEs it.
+	if err := exec(v.mu.admin, "ATTACH ':memory:' AS "+Catalog); err != nil {
+		return fmt.Errorf("query: attaching the apron catalog: %w", err)
+	}
 	// Apron's times are UTC; so are DuckDB's casts of times with a zone.
 	if err := exec(v.mu.admin, "SET GLOBAL TimeZone = 'UTC'"); err != nil {
 		return fmt.Errorf("query: setting the time zone: %w", err)
 	}
-	if err := exec(v.mu.admin, "CREATE SCHEMA memory."+quoteIdent(SystemSchema)); err != nil {
+	if err := exec(v.mu.admin, "CREATE SCHEMA apron."+quoteIdent(SystemSchema)); err != nil {
 		return fmt.Errorf("query: creating the system schema: %w", err)
 	}
 	for name := range systemTables {
-		stmt := fmt.Sprintf("CREATE VIEW memory.%s.%s AS SELECT * FROM %s(%s, %s, 0)",
+		stmt := fmt.Sprintf("CREATE VIEW apron.%s.%s AS SELECT * FROM %s(%s, %s, 0)",
 			quoteIdent(SystemSchema), quoteIdent(name), scanFunction, quoteLiteral(SystemSchema), quoteLiteral(name))
 		if err := exec(v.mu.admin, stmt); err != nil {
 			return fmt.Errorf("query: creating system.%s: %w", name, err)
@@ -62,7 +69,7 @@ func (v *viewSync) init(e *Engine) error {
 	// compare with a TIMESTAMP_NS column: Apron's now() is the same
 	// instant as a plain (UTC) TIMESTAMP, so that time > now() - INTERVAL
 	// 5 MINUTE works. current_timestamp stays DuckDB's.
-	if err := exec(v.mu.admin, "CREATE MACRO memory.main.now() AS CAST(get_current_timestamp() AS TIMESTAMP)"); err != nil {
+	if err := exec(v.mu.admin, "CREATE MACRO apron.main.now() AS CAST(get_current_timestamp() AS TIMESTAMP)"); err != nil {
 		return fmt.Errorf("query: creating now(): %w", err)
 	}
 	return v.sync()
@@ -90,7 +97,7 @@ func (v *viewSync) sync() error {
 	for _, d := range snap.Databases() {
 		ld := strings.ToLower(d.Name)
 		if owner, ok := v.mu.schemas[ld]; !ok {
-			if err := exec(v.mu.admin, "CREATE SCHEMA IF NOT EXISTS memory."+quoteIdent(d.Name)); err != nil {
+			if err := exec(v.mu.admin, "CREATE SCHEMA IF NOT EXISTS apron."+quoteIdent(d.Name)); err != nil {
 				return fmt.Errorf("query: creating schema for database %q: %w", d.Name, err)
 			}
 			v.mu.schemas[ld] = d.Name
@@ -110,7 +117,7 @@ func (v *viewSync) sync() error {
 			if ok && cur.ncols == len(t.Columns) {
 				continue
 			}
-			stmt := fmt.Sprintf("CREATE OR REPLACE VIEW memory.%s.%s AS SELECT * FROM %s(%s, %s, %d)",
+			stmt := fmt.Sprintf("CREATE OR REPLACE VIEW apron.%s.%s AS SELECT * FROM %s(%s, %s, %d)",
 				quoteIdent(d.Name), quoteIdent(t.Name), scanFunction, quoteLiteral(d.Name), quoteLiteral(t.Name), len(t.Columns))
 			if err := exec(v.mu.admin, stmt); err != nil {
 				return fmt.Errorf("query: creating view for table %q.%q: %w", d.Name, t.Name, err)
