@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -37,6 +38,26 @@ type Config struct {
 	// sealed into an immutable record batch.
 	ChunkRows int
 
+	// Store is where closed segments are persisted (doc.go). nil disables
+	// persistence: closed segments then stay in memory and in the WAL.
+	// The buffer does not close it.
+	Store objstore.Store
+	// PersistConcurrency is how many Parquet files are written and uploaded
+	// at once (--persist-concurrency).
+	PersistConcurrency int
+	// ReleasePersisted drops a segment from memory once it is persisted;
+	// readers then find its rows in the store (see View). When false,
+	// persisted segments stay in memory (and count against MemLimit), but
+	// their WAL file is deleted all the same.
+	ReleasePersisted bool
+	// PersistRetryMin and PersistRetryMax bound the backoff between
+	// attempts of a failed persist step (exponential, with jitter; retried
+	// until Close).
+	PersistRetryMin, PersistRetryMax time.Duration
+	// StartupStoreTimeout bounds how long Open retries the object store
+	// (listing catalogs, segment files and orphans) before failing.
+	StartupStoreTimeout time.Duration
+
 	WALFS      wal.FS // nil: the OS file system
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -54,6 +75,11 @@ func DefaultConfig() Config {
 		WALSync:         wal.SyncFsync,
 		Limits:          catalog.DefaultLimits(),
 		ChunkRows:       8192,
+
+		PersistConcurrency:  4,
+		PersistRetryMin:     100 * time.Millisecond,
+		PersistRetryMax:     30 * time.Second,
+		StartupStoreTimeout: 2 * time.Minute,
 	}
 }
 
@@ -71,6 +97,17 @@ func (c Config) Validate() error {
 	}
 	if c.ChunkRows < 1 {
 		errs = append(errs, fmt.Errorf("chunk rows %d must be positive", c.ChunkRows))
+	}
+	if c.Store != nil {
+		if c.PersistConcurrency < 1 {
+			errs = append(errs, fmt.Errorf("persist concurrency %d must be positive (--persist-concurrency)", c.PersistConcurrency))
+		}
+		if c.PersistRetryMin <= 0 || c.PersistRetryMax < c.PersistRetryMin {
+			errs = append(errs, fmt.Errorf("persist retry backoff [%s, %s] must be positive and ordered", c.PersistRetryMin, c.PersistRetryMax))
+		}
+		if c.StartupStoreTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("startup store timeout %s must be positive", c.StartupStoreTimeout))
+		}
 	}
 	if c.Limits.MaxDatabases < 1 || c.Limits.MaxTables < 1 || c.Limits.MaxColumnsPerTable < 2 {
 		errs = append(errs, fmt.Errorf("limits %+v: each must be positive, and a table needs room for time and one column", c.Limits))

@@ -49,6 +49,7 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 				seg = newSegment(segID, b.cfg.Now(), walFileName(b.walDir, segID), b.cfg.ChunkRows)
 				segs[segID] = seg
 			}
+			seg.noteSequence(e.Sequence)
 			if _, err := seg.append(TableKey{e.Database, e.Table}, nb); err != nil {
 				return err
 			}

@@ -33,6 +33,13 @@ type Segment struct {
 	inflight sync.WaitGroup
 	rows     atomic.Int64
 	size     atomic.Int64
+	sealOnce sync.Once
+
+	// Guarded by WriteBuffer.mu (persist.go).
+	firstSeq, lastSeq uint64 // WAL sequence range of its records
+	persisted         bool   // its segment file is durable
+	dropped           bool   // out of the buffer: released once readers is 0
+	readers           int    // Views holding it
 
 	mu struct {
 		sync.RWMutex
@@ -88,7 +95,9 @@ func (s *Segment) close(now time.Time) {
 
 // seal waits for the writes still in flight into the closed segment to be
 // buffered, then seals its open chunks: from then on it never changes.
-func (s *Segment) seal() {
+func (s *Segment) seal() { s.sealOnce.Do(s.sealNow) }
+
+func (s *Segment) sealNow() {
 	s.inflight.Wait()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -44,7 +44,11 @@ type WriteBuffer struct {
 		seq      uint64
 		catSaved uint64 // catalog version last saved
 		closing  bool
+		// persisted lists the segments whose segment file is durable, in
+		// id order (persist.go); some may still be in closed.
+		persisted []PersistedSegment
 	}
+	persist persistState
 
 	sealc chan *Segment // closed segments for the background loop to seal
 	stopc chan struct{}
@@ -93,6 +97,9 @@ func Open(cfg Config) (*WriteBuffer, error) {
 	if b.cat, err = catalog.Load(b.catPath, cfg.Limits); err != nil {
 		return nil, fmt.Errorf("buffer: %w", err)
 	}
+	if err := b.openStore(); err != nil {
+		return nil, err
+	}
 	replayed, err := b.replay()
 	if err != nil {
 		for _, s := range replayed {
@@ -114,6 +121,7 @@ func Open(cfg Config) (*WriteBuffer, error) {
 	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows)
 	b.metrics = newMetrics(cfg.Registerer, b)
 	go b.loop()
+	b.startPersister()
 	return b, nil
 }
 
@@ -230,9 +238,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 		return nil, err
 	}
 	if used := b.bufferedLocked(); used >= b.cfg.MemLimit {
-		return nil, fmt.Errorf("%w: %d bytes buffered reach --buffer-mem-limit (%d bytes); "+
-			"closed segments leave memory only once persisted, so writes resume as they are, or after a restart with a larger limit",
-			ErrBufferFull, used, b.cfg.MemLimit)
+		return nil, b.fullErrorLocked(used)
 	}
 	if err := b.maybeRollLocked(now); err != nil {
 		return nil, err
@@ -245,6 +251,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	walPending := b.mu.w.Append(payload)
 	b.mu.seq = seq
 	seg := b.mu.open
+	seg.noteSequence(seq)
 	p := &PendingWrite{b: b, key: TableKey{db, table}, nb: nb, seg: seg, wal: walPending,
 		res: WriteResult{Rows: rows, Sequence: seq, Segment: seg.id}}
 	if ch != nil {
@@ -305,6 +312,7 @@ func (b *WriteBuffer) rollLocked(now time.Time, why string) error {
 	b.log.Info("segment rolled over", "closed", old.id, "opened", next, "why", why,
 		"rows", old.rows.Load(), "bytes", old.size.Load())
 	b.metrics.rollovers.Inc()
+	b.kickPersister()
 	select {
 	case b.sealc <- old:
 	default:
@@ -384,6 +392,7 @@ func (b *WriteBuffer) Close() error {
 	b.mu.Unlock()
 	close(b.stopc)
 	<-b.donec
+	b.stopPersister()
 
 	b.mu.Lock()
 	defer b.mu.Unlock()

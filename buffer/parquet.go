@@ -1,0 +1,615 @@
+package buffer
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Row groups of persisted files hold at most parquetRowGroupRows rows and
+// about parquetRowGroupBytes bytes of Arrow data (before encoding), whichever
+// comes first: large enough for scans, small enough that the writer, which
+// buffers a whole row group's encoded pages, stays within a bounded memory.
+const (
+	parquetRowGroupRows  = 1 << 20
+	parquetRowGroupBytes = 128 << 20
+	// parquetBatchRows is how many sorted rows are gathered into one Arrow
+	// batch at a time on their way to the writer.
+	parquetBatchRows = 64 << 10
+)
+
+// parquetWriterProps are the writer properties of every persisted file
+// (see doc.go): zstd, statistics, dictionary encoding, Parquet 2.6 (so
+// TIMESTAMP(NANOS)), the Arrow schema stored in the metadata, and nothing
+// time-dependent, so that the same rows give the same bytes.
+func parquetWriterProps(mem memory.Allocator, sorting []parquet.SortingColumn) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
+	props := parquet.NewWriterProperties(
+		parquet.WithAllocator(mem),
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithStats(true),
+		parquet.WithDictionaryDefault(true),
+		// Times are nearly unique: a dictionary would only be built to be
+		// dropped at the dictionary page limit.
+		parquet.WithDictionaryFor(TimeColumn, false),
+		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
+		parquet.WithVersion(parquet.V2_6),
+		parquet.WithSortingColumns(sorting),
+	)
+	return props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem))
+}
+
+// String columns of a file with at most maxDictValues distinct values of at
+// most maxDictBytes in all are handed to the writer dictionary-encoded, with
+// one dictionary (the partition's distinct values, sorted) for the whole
+// file: the writer then stores indices without hashing every value. Others
+// are gathered as plain strings. Either way the file holds a Parquet
+// BYTE_ARRAY (UTF8) column; no Arrow schema is stored in the file, so
+// readers see plain strings.
+const (
+	maxDictValues = 1 << 16
+	maxDictBytes  = 1 << 20 // the writer's default dictionary page limit
+)
+
+// parquetSchema is the schema of a persisted file for a table of schema
+// tableSchema: the same columns in the same order; strings are plain utf8
+// (Parquet dictionary-encodes them itself, and every reader maps a BYTE_ARRAY
+// UTF8 column to its string type).
+func parquetSchema(tableSchema *arrow.Schema) *arrow.Schema {
+	fields := make([]arrow.Field, tableSchema.NumFields())
+	for i, f := range tableSchema.Fields() {
+		if f.Type.ID() == arrow.DICTIONARY || f.Type.ID() == arrow.LARGE_STRING {
+			f.Type = arrow.BinaryTypes.String
+		}
+		fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Name != TimeColumn}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// partFile describes what writePartition wrote.
+type partFile struct {
+	Rows             int64
+	MinTime, MaxTime int64
+}
+
+// writePartition writes the rows of chunks (one partition of one table) to
+// w as a Parquet file in schema (the table's schema at persist time: chunks
+// may lack some of its columns, which are null there), sorted by the string
+// columns in schema order (nulls last), then time, then buffer order. It
+// never holds a sorted copy of the partition: it sorts a permutation (8
+// bytes a row) and gathers parquetBatchRows rows at a time.
+func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memory.Allocator) (partFile, error) {
+	out := parquetSchema(schema)
+	if out.NumFields() == 0 || out.Field(0).Name != TimeColumn {
+		return partFile{}, fmt.Errorf("buffer: schema %s does not start with %q", out, TimeColumn)
+	}
+	src, err := newPartSource(out, chunks, mem)
+	if err != nil {
+		return partFile{}, err
+	}
+	defer src.release()
+	out = src.out
+	perm := src.sortedPermutation()
+
+	var sorting []parquet.SortingColumn
+	for _, k := range src.keys {
+		sorting = append(sorting, parquet.SortingColumn{ColumnIdx: int32(k), NullsFirst: false})
+	}
+	sorting = append(sorting, parquet.SortingColumn{ColumnIdx: 0})
+	props, arrProps := parquetWriterProps(mem, sorting)
+	fw, err := pqarrow.NewFileWriter(out, w, props, arrProps)
+	if err != nil {
+		return partFile{}, fmt.Errorf("buffer: parquet writer: %w", err)
+	}
+	res := partFile{MinTime: math.MaxInt64, MaxTime: math.MinInt64}
+	for _, c := range chunks {
+		if c.Rec.NumRows() > 0 {
+			res.MinTime = min(res.MinTime, c.MinTime)
+			res.MaxTime = max(res.MaxTime, c.MaxTime)
+		}
+	}
+	var groupRows, groupBytes int64
+	for start := 0; start < len(perm); start += parquetBatchRows {
+		part := perm[start:min(start+parquetBatchRows, len(perm))]
+		rec, err := src.gather(part, mem)
+		if err != nil {
+			fw.Close()
+			return partFile{}, err
+		}
+		size := recordBytes(rec)
+		if groupRows > 0 && (groupRows+rec.NumRows() > parquetRowGroupRows || groupBytes+size > parquetRowGroupBytes) {
+			if err := fw.NewBufferedRowGroupChecked(); err != nil {
+				rec.Release()
+				fw.Close()
+				return partFile{}, fmt.Errorf("buffer: parquet row group: %w", err)
+			}
+			groupRows, groupBytes = 0, 0
+		}
+		err = fw.WriteBuffered(rec)
+		groupRows += rec.NumRows()
+		groupBytes += size
+		res.Rows += rec.NumRows()
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return partFile{}, fmt.Errorf("buffer: writing parquet: %w", err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return partFile{}, fmt.Errorf("buffer: closing parquet writer: %w", err)
+	}
+	if res.Rows == 0 {
+		res.MinTime, res.MaxTime = 0, 0
+	}
+	return res, nil
+}
+
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var s int64
+	for _, c := range rec.Columns() {
+		s += dataSize(c.Data())
+	}
+	return s
+}
+
+// partSource is a partition's chunks, laid out for sorting and gathering:
+// a row is addressed as chunk<<32 | row.
+type partSource struct {
+	out    *arrow.Schema
+	chunks []Chunk
+	// cols[i][c] is chunk c's array of output column i, nil if the chunk
+	// predates the column.
+	cols  [][]arrow.Array
+	times [][]int64
+	// keys are the output columns that are strings, the sort keys.
+	keys []int
+	// ranks[k][c][d] is the rank, among all values of key column keys[k] in
+	// the partition, of value d of chunk c's dictionary; idx[k][c] are chunk
+	// c's dictionary indices of that column.
+	ranks [][][]int32
+	idx   [][][]int32
+	// keyValid[k][c] is chunk c's validity bitmap of key k (nil: no nulls),
+	// at bit offset keyOff[k][c].
+	keyValid [][][]byte
+	keyOff   [][]int
+	// dicts[i] is the file's dictionary of output column i when it is
+	// written dictionary-encoded (values sorted, so an index is a rank).
+	dicts []arrow.Array
+}
+
+func (s *partSource) release() {
+	for _, d := range s.dicts {
+		if d != nil {
+			d.Release()
+		}
+	}
+}
+
+func newPartSource(out *arrow.Schema, chunks []Chunk, mem memory.Allocator) (*partSource, error) {
+	s := &partSource{out: out, chunks: chunks, cols: make([][]arrow.Array, out.NumFields())}
+	for i, f := range out.Fields() {
+		s.cols[i] = make([]arrow.Array, len(chunks))
+		for c, ch := range chunks {
+			idx := ch.Rec.Schema().FieldIndices(f.Name)
+			if len(idx) == 0 {
+				if i == 0 {
+					return nil, fmt.Errorf("buffer: chunk without %q column", TimeColumn)
+				}
+				continue
+			}
+			a := ch.Rec.Column(idx[0])
+			switch {
+			case arrow.TypeEqual(a.DataType(), f.Type):
+			case f.Type.ID() == arrow.STRING && a.DataType().ID() == arrow.DICTIONARY &&
+				a.(*array.Dictionary).Dictionary().DataType().ID() == arrow.STRING &&
+				a.(*array.Dictionary).Indices().DataType().ID() == arrow.INT32:
+			default:
+				return nil, fmt.Errorf("buffer: column %q is %s in the buffer, %s in the schema", f.Name, a.DataType(), f.Type)
+			}
+			s.cols[i][c] = a
+		}
+		if f.Type.ID() == arrow.STRING {
+			s.keys = append(s.keys, i)
+		}
+	}
+	s.times = make([][]int64, len(chunks))
+	for c := range chunks {
+		s.times[c] = valuesOf[int64](s.cols[0][c])
+	}
+	s.dicts = make([]arrow.Array, out.NumFields())
+	fields := out.Fields()
+	for _, col := range s.keys {
+		r, ix, vals := s.rankColumn(s.cols[col])
+		s.ranks = append(s.ranks, r)
+		s.idx = append(s.idx, ix)
+		kv, ko := make([][]byte, len(chunks)), make([]int, len(chunks))
+		for c, a := range s.cols[col] {
+			kv[c], ko[c] = validityOf(a)
+		}
+		s.keyValid = append(s.keyValid, kv)
+		s.keyOff = append(s.keyOff, ko)
+		size := 0
+		for _, v := range vals {
+			size += len(v)
+		}
+		if len(vals) <= maxDictValues && size <= maxDictBytes {
+			b := array.NewStringBuilder(mem)
+			b.Reserve(len(vals))
+			b.ReserveData(size)
+			for _, v := range vals {
+				b.Append(v)
+			}
+			s.dicts[col] = b.NewArray()
+			b.Release()
+			fields[col].Type = stringDictType
+		}
+	}
+	s.out = arrow.NewSchema(fields, nil)
+	return s, nil
+}
+
+// rankColumn ranks the distinct values of a string column across the
+// partition's chunks. Chunks of a partition share their dictionary (each
+// chunk's is a prefix of it), so dictionaries are grouped by their memory and
+// each group's longest one is ranked once.
+func (s *partSource) rankColumn(arrs []arrow.Array) ([][]int32, [][]int32, []string) {
+	type group struct {
+		dict  *array.String
+		ranks []int32
+	}
+	groups := map[uintptr]*group{}
+	keyOf := func(d *array.String) uintptr {
+		b := d.Data().Buffers()[1]
+		if b == nil || b.Len() == 0 {
+			return 0
+		}
+		return uintptr(unsafe.Pointer(unsafe.SliceData(b.Bytes())))
+	}
+	for _, a := range arrs {
+		if a == nil {
+			continue
+		}
+		d := a.(*array.Dictionary).Dictionary().(*array.String)
+		k := keyOf(d)
+		if g := groups[k]; g == nil || g.dict.Len() < d.Len() {
+			groups[k] = &group{dict: d}
+		}
+	}
+	distinct := map[string]int32{}
+	for _, g := range groups {
+		for i := range g.dict.Len() {
+			distinct[g.dict.Value(i)] = 0
+		}
+	}
+	vals := make([]string, 0, len(distinct))
+	for v := range distinct {
+		vals = append(vals, v)
+	}
+	slices.Sort(vals)
+	for i, v := range vals {
+		distinct[v] = int32(i)
+	}
+	for _, g := range groups {
+		g.ranks = make([]int32, g.dict.Len())
+		for i := range g.ranks {
+			g.ranks[i] = distinct[g.dict.Value(i)]
+		}
+	}
+	ranks := make([][]int32, len(arrs))
+	idx := make([][]int32, len(arrs))
+	for c, a := range arrs {
+		if a == nil {
+			continue
+		}
+		d := a.(*array.Dictionary)
+		dict := d.Dictionary().(*array.String)
+		ranks[c] = groups[keyOf(dict)].ranks[:dict.Len()]
+		idx[c] = valuesOf[int32](d.Indices())
+	}
+	return ranks, idx, vals
+}
+
+// validityOf returns arr's validity bitmap and its bit offset, or nil when
+// it has no nulls.
+func validityOf(a arrow.Array) ([]byte, int) {
+	if a == nil || a.NullN() == 0 {
+		return nil, 0
+	}
+	return a.NullBitmapBytes(), a.Data().Offset()
+}
+
+// isNull says whether row r of a chunk's column is null (a nil column, one
+// the chunk predates, is null throughout).
+func isNull(a arrow.Array, valid []byte, off, r int) bool {
+	if a == nil {
+		return true
+	}
+	return valid != nil && !bitutil.BitIsSet(valid, off+r)
+}
+
+// nullRank sorts nulls (and rows of chunks without the column) last.
+const nullRank = math.MaxInt32
+
+func (s *partSource) rank(k int, v uint64) int32 {
+	c, r := v>>32, int(v&math.MaxUint32)
+	ix := s.idx[k][c]
+	if ix == nil {
+		return nullRank
+	}
+	if vb := s.keyValid[k][c]; vb != nil && !bitutil.BitIsSet(vb, s.keyOff[k][c]+r) {
+		return nullRank
+	}
+	return s.ranks[k][c][ix[r]]
+}
+
+func (s *partSource) time(v uint64) int64 { return s.times[v>>32][v&math.MaxUint32] }
+
+// sortedPermutation returns every row, sorted: a stable counting sort on the
+// first key (the series' first tag: buckets are series or groups of them),
+// then each bucket sorted by the other keys and time. Rows of a series
+// usually arrive in time order, which pdqsort finds cheaply.
+func (s *partSource) sortedPermutation() []uint64 {
+	n := 0
+	for _, c := range s.chunks {
+		n += int(c.Rec.NumRows())
+	}
+	perm := make([]uint64, 0, n)
+	for c, ch := range s.chunks {
+		for r := range int(ch.Rec.NumRows()) {
+			perm = append(perm, uint64(c)<<32|uint64(r))
+		}
+	}
+	rest := func(a, b uint64) int {
+		for k := 1; k < len(s.keys); k++ {
+			if c := cmp.Compare(s.rank(k, a), s.rank(k, b)); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(s.time(a), s.time(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	}
+	if len(s.keys) == 0 {
+		slices.SortFunc(perm, rest)
+		return perm
+	}
+	// Counting sort on key 0; ranks are dense in [0, distinct), nulls last.
+	distinct := 0
+	for _, r := range s.ranks[0] {
+		for _, v := range r {
+			distinct = max(distinct, int(v)+1)
+		}
+	}
+	bucket := func(v uint64) int {
+		r := s.rank(0, v)
+		if r == nullRank {
+			return distinct
+		}
+		return int(r)
+	}
+	counts := make([]int, distinct+2)
+	for _, v := range perm {
+		counts[bucket(v)+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	starts := slices.Clone(counts)
+	sorted := make([]uint64, n)
+	for _, v := range perm {
+		b := bucket(v)
+		sorted[counts[b]] = v
+		counts[b]++
+	}
+	perm = nil
+	for b := 0; b <= distinct; b++ {
+		slices.SortFunc(sorted[starts[b]:starts[b+1]], rest)
+	}
+	return sorted
+}
+
+// gather builds the output batch of the rows perm names, in that order.
+func (s *partSource) gather(perm []uint64, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, s.out.NumFields())
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	k := 0
+	for i, f := range s.out.Fields() {
+		if s.dicts[i] != nil {
+			cols[i] = s.gatherDict(k, i, perm, mem)
+			k++
+			continue
+		}
+		if f.Type.ID() == arrow.STRING {
+			k++
+		}
+		a, err := gatherColumn(f.Type, s.cols[i], perm, mem)
+		if err != nil {
+			return nil, fmt.Errorf("buffer: column %q: %w", f.Name, err)
+		}
+		cols[i] = a
+	}
+	return array.NewRecordBatch(s.out, cols, int64(len(perm))), nil
+}
+
+// gatherDict builds the dictionary array of key column k (output column i):
+// indices are ranks in the file's dictionary.
+func (s *partSource) gatherDict(k, i int, perm []uint64, mem memory.Allocator) arrow.Array {
+	n := len(perm)
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(n * 4)
+	out := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(data.Bytes()))), n)
+	var valid *memory.Buffer
+	nulls := 0
+	for j, v := range perm {
+		r := s.rank(k, v)
+		if r == nullRank {
+			if valid == nil {
+				valid = memory.NewResizableBuffer(mem)
+				valid.Resize(int(bitutil.BytesForBits(int64(n))))
+				bitutil.SetBitsTo(valid.Bytes(), 0, int64(n), true)
+			}
+			bitutil.ClearBit(valid.Bytes(), j)
+			r = 0
+			nulls++
+		}
+		out[j] = r
+	}
+	d := array.NewData(stringDictType, n, []*memory.Buffer{valid, data}, nil, nulls, 0)
+	d.SetDictionary(s.dicts[i].Data())
+	defer d.Release()
+	data.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	return array.MakeFromData(d)
+}
+
+func gatherColumn(dt arrow.DataType, srcs []arrow.Array, perm []uint64, mem memory.Allocator) (arrow.Array, error) {
+	switch dt.ID() {
+	case arrow.INT8:
+		return gatherFixed[int8](dt, srcs, perm, mem), nil
+	case arrow.INT16:
+		return gatherFixed[int16](dt, srcs, perm, mem), nil
+	case arrow.INT32, arrow.DATE32:
+		return gatherFixed[int32](dt, srcs, perm, mem), nil
+	case arrow.INT64, arrow.TIMESTAMP, arrow.DATE64:
+		return gatherFixed[int64](dt, srcs, perm, mem), nil
+	case arrow.UINT8:
+		return gatherFixed[uint8](dt, srcs, perm, mem), nil
+	case arrow.UINT16:
+		return gatherFixed[uint16](dt, srcs, perm, mem), nil
+	case arrow.UINT32:
+		return gatherFixed[uint32](dt, srcs, perm, mem), nil
+	case arrow.UINT64:
+		return gatherFixed[uint64](dt, srcs, perm, mem), nil
+	case arrow.FLOAT32:
+		return gatherFixed[float32](dt, srcs, perm, mem), nil
+	case arrow.FLOAT64:
+		return gatherFixed[float64](dt, srcs, perm, mem), nil
+	case arrow.BOOL:
+		b := array.NewBooleanBuilder(mem)
+		defer b.Release()
+		b.Reserve(len(perm))
+		for _, v := range perm {
+			a, r := srcs[v>>32], int(v&math.MaxUint32)
+			if a == nil || a.IsNull(r) {
+				b.AppendNull()
+				continue
+			}
+			b.UnsafeAppend(a.(*array.Boolean).Value(r))
+		}
+		return b.NewArray(), nil
+	case arrow.STRING:
+		return gatherStrings(srcs, perm, mem), nil
+	case arrow.BINARY:
+		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+		defer b.Release()
+		b.Reserve(len(perm))
+		for _, v := range perm {
+			a, r := srcs[v>>32], int(v&math.MaxUint32)
+			if a == nil || a.IsNull(r) {
+				b.AppendNull()
+				continue
+			}
+			b.Append(a.(*array.Binary).Value(r))
+		}
+		return b.NewArray(), nil
+	}
+	return nil, fmt.Errorf("no Parquet gather for type %s", dt)
+}
+
+// gatherFixed copies fixed-width values into one new array.
+func gatherFixed[T fixedWidth](dt arrow.DataType, srcs []arrow.Array, perm []uint64, mem memory.Allocator) arrow.Array {
+	n := len(perm)
+	var zero T
+	width := int(unsafe.Sizeof(zero))
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(n * width)
+	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(data.Bytes()))), n)
+	vals := make([][]T, len(srcs))
+	bits := make([][]byte, len(srcs))
+	offs := make([]int, len(srcs))
+	for c, a := range srcs {
+		if a != nil {
+			vals[c] = valuesOf[T](a)
+			bits[c], offs[c] = validityOf(a)
+		}
+	}
+	var valid *memory.Buffer
+	var validBits []byte
+	nulls := 0
+	for i, v := range perm {
+		c, r := v>>32, int(v&math.MaxUint32)
+		if isNull(srcs[c], bits[c], offs[c], r) {
+			if valid == nil {
+				valid = memory.NewResizableBuffer(mem)
+				valid.Resize(int(bitutil.BytesForBits(int64(n))))
+				validBits = valid.Bytes()
+				bitutil.SetBitsTo(validBits, 0, int64(n), true)
+			}
+			bitutil.ClearBit(validBits, i)
+			out[i] = zero
+			nulls++
+			continue
+		}
+		out[i] = vals[c][r]
+	}
+	d := array.NewData(dt, n, []*memory.Buffer{valid, data}, nil, nulls, 0)
+	defer d.Release()
+	data.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	return array.MakeFromData(d)
+}
+
+// gatherStrings decodes dictionary strings into one plain utf8 array.
+func gatherStrings(srcs []arrow.Array, perm []uint64, mem memory.Allocator) arrow.Array {
+	dicts := make([]*array.String, len(srcs))
+	idx := make([][]int32, len(srcs))
+	for c, a := range srcs {
+		if a != nil {
+			d := a.(*array.Dictionary)
+			dicts[c] = d.Dictionary().(*array.String)
+			idx[c] = valuesOf[int32](d.Indices())
+		}
+	}
+	size := 0
+	for _, v := range perm {
+		c, r := v>>32, int(v&math.MaxUint32)
+		if a := srcs[c]; a != nil && a.IsValid(r) {
+			size += dicts[c].ValueLen(int(idx[c][r]))
+		}
+	}
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(len(perm))
+	b.ReserveData(size)
+	for _, v := range perm {
+		c, r := v>>32, int(v&math.MaxUint32)
+		a := srcs[c]
+		if a == nil || a.IsNull(r) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(dicts[c].Value(int(idx[c][r])))
+	}
+	return b.NewArray()
+}

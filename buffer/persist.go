@@ -1,0 +1,801 @@
+package buffer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/wal"
+)
+
+// persistState is the WriteBuffer's persistence machinery (doc.go). One
+// goroutine, the persister, persists closed segments in id order; the files
+// of a segment are written PersistConcurrency at a time.
+type persistState struct {
+	store  objstore.Store
+	tmpDir string // <data-dir>/persist: Parquet files being written
+	// catVersion is the newest catalog version in the store; the persister's
+	// (and Open's) alone.
+	catVersion uint64
+	notify     chan struct{}
+	cancel     context.CancelFunc
+	done       chan struct{}
+
+	errMu    sync.Mutex
+	lastErr  error     // of the last failed step; nil once a segment persists
+	failures int       // failed attempts since the last persisted segment
+	since    time.Time // first of those failures
+}
+
+// openStore runs before WAL replay when a Store is configured: it loads a
+// newer catalog from the store, learns the persisted segments, deletes the
+// WAL files they cover, and removes Parquet files no segment file lists.
+func (b *WriteBuffer) openStore() error {
+	b.persist.notify = make(chan struct{}, 1)
+	if b.cfg.Store == nil {
+		return nil
+	}
+	b.persist.store = b.cfg.Store
+	b.persist.tmpDir = filepath.Join(b.cfg.DataDir, "persist")
+	if err := os.RemoveAll(b.persist.tmpDir); err != nil {
+		return fmt.Errorf("buffer: clearing %s: %w", b.persist.tmpDir, err)
+	}
+	if err := os.MkdirAll(b.persist.tmpDir, 0o755); err != nil {
+		return fmt.Errorf("buffer: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartupStoreTimeout)
+	defer cancel()
+	if err := b.loadStoreCatalog(ctx); err != nil {
+		return err
+	}
+	segs, err := b.loadSegmentFiles(ctx)
+	if err != nil {
+		return err
+	}
+	b.mu.persisted = segs
+	if err := b.removePersistedWAL(segs); err != nil {
+		return err
+	}
+	if err := b.removeOrphans(ctx, segs); err != nil {
+		return err
+	}
+	if c, ok := b.persist.store.(interface {
+		Clean(context.Context, time.Duration) (int, error)
+	}); ok {
+		if n, err := c.Clean(ctx, 0); err != nil {
+			b.log.Warn("removing temporary files of the object store failed", "err", err)
+		} else if n > 0 {
+			b.log.Info("removed temporary files left in the object store by a crash", "files", n)
+		}
+	}
+	return nil
+}
+
+// startupRetry is retry for Open: bounded by ctx's deadline, and the error
+// says what failed last.
+func (b *WriteBuffer) startupRetry(ctx context.Context, what string, fn func() error) error {
+	var last error
+	err := b.retry(ctx, what, func() error {
+		last = fn()
+		return last
+	})
+	if err != nil {
+		if last != nil && !errors.Is(last, err) {
+			err = fmt.Errorf("%w (last error: %w)", err, last)
+		}
+		return fmt.Errorf("buffer: object store at startup: %s: %w", what, err)
+	}
+	return nil
+}
+
+func (b *WriteBuffer) loadStoreCatalog(ctx context.Context) error {
+	store := b.persist.store
+	var objs []objstore.ObjectInfo
+	if err := b.startupRetry(ctx, "listing catalogs", func() (err error) {
+		objs, err = store.List(ctx, catalogsPrefix)
+		return err
+	}); err != nil {
+		return err
+	}
+	var newest uint64
+	for _, o := range objs {
+		if v, ok := parseNumbered(o.Name, catalogsPrefix, ".json"); ok {
+			newest = max(newest, v)
+		}
+	}
+	b.persist.catVersion = newest
+	_, statErr := os.Stat(b.catPath)
+	local := b.cat.Version()
+	if newest == 0 || (newest <= local && statErr == nil) {
+		return nil
+	}
+	name := catalogObject(newest)
+	var data []byte
+	if err := b.startupRetry(ctx, "reading "+name, func() error {
+		r, err := store.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		data, err = io.ReadAll(r)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(b.catPath, data); err != nil {
+		return fmt.Errorf("buffer: installing catalog %s from the object store: %w", name, err)
+	}
+	cat, err := catalog.Load(b.catPath, b.cfg.Limits)
+	if err != nil {
+		return fmt.Errorf("buffer: catalog %s from the object store: %w", name, err)
+	}
+	b.log.Info("loaded a newer catalog from the object store", "object", name, "version", cat.Version(), "local_version", local)
+	b.cat = cat
+	return nil
+}
+
+func (b *WriteBuffer) loadSegmentFiles(ctx context.Context) ([]PersistedSegment, error) {
+	store := b.persist.store
+	var objs []objstore.ObjectInfo
+	if err := b.startupRetry(ctx, "listing segment files", func() (err error) {
+		objs, err = store.List(ctx, segmentsPrefix)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var segs []PersistedSegment
+	for _, o := range objs {
+		if _, ok := parseNumbered(o.Name, segmentsPrefix, ".json"); !ok {
+			b.log.Warn("ignoring an unexpected object among segment files", "object", o.Name)
+			continue
+		}
+		var data []byte
+		if err := b.startupRetry(ctx, "reading "+o.Name, func() error {
+			r, err := store.Get(ctx, o.Name)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			data, err = io.ReadAll(r)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		s, err := decodeSegmentFile(o.Name, data)
+		if err != nil {
+			return nil, fmt.Errorf("buffer: %w", err)
+		}
+		b.fillURIs(&s)
+		segs = append(segs, s)
+		b.maxSegID = max(b.maxSegID, s.ID)
+	}
+	slices.SortFunc(segs, func(x, y PersistedSegment) int { return cmpUint(x.ID, y.ID) })
+	return segs, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (b *WriteBuffer) fillURIs(s *PersistedSegment) {
+	for i := range s.Files {
+		s.Files[i].URI = b.persist.store.URI(s.Files[i].Path)
+	}
+}
+
+// removePersistedWAL deletes the WAL files of persisted segments: a crash
+// after the segment file was written but before its WAL file was deleted.
+func (b *WriteBuffer) removePersistedWAL(segs []PersistedSegment) error {
+	ids, err := wal.ListSegments(b.cfg.WALFS, b.walDir)
+	if err != nil {
+		return fmt.Errorf("buffer: %w", err)
+	}
+	persisted := map[uint64]bool{}
+	for _, s := range segs {
+		persisted[s.ID] = true
+	}
+	removed := 0
+	for _, id := range ids {
+		if !persisted[id] {
+			continue
+		}
+		if err := b.cfg.WALFS.Remove(walFileName(b.walDir, id)); err != nil {
+			return fmt.Errorf("buffer: removing WAL file of persisted segment %d: %w", id, err)
+		}
+		b.log.Info("removed the WAL file of a segment persisted before a restart", "segment", id)
+		removed++
+	}
+	if removed > 0 {
+		if err := b.cfg.WALFS.SyncDir(b.walDir); err != nil {
+			return fmt.Errorf("buffer: syncing WAL dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeOrphans deletes the Parquet files that no segment file lists: the
+// uploads of a persist that crashed before its segment file. Nothing reads
+// them (readers find files through segment files only), and the segment,
+// replayed from its WAL, is persisted again.
+func (b *WriteBuffer) removeOrphans(ctx context.Context, segs []PersistedSegment) error {
+	store := b.persist.store
+	listed := map[string]bool{}
+	for _, s := range segs {
+		for _, f := range s.Files {
+			listed[f.Path] = true
+		}
+	}
+	var objs []objstore.ObjectInfo
+	if err := b.startupRetry(ctx, "listing Parquet files", func() (err error) {
+		objs, err = store.List(ctx, dbsPrefix)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if listed[o.Name] {
+			continue
+		}
+		if err := b.startupRetry(ctx, "deleting orphan "+o.Name, func() error { return store.Delete(ctx, o.Name) }); err != nil {
+			return err
+		}
+		b.log.Info("removed a Parquet file that no segment file lists (left by an interrupted persist)", "object", o.Name, "size", o.Size)
+	}
+	return nil
+}
+
+func (b *WriteBuffer) startPersister() {
+	b.persist.done = make(chan struct{})
+	if b.persist.store == nil {
+		close(b.persist.done)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.persist.cancel = cancel
+	go b.persister(ctx)
+	b.kickPersister()
+}
+
+// stopPersister cancels a persist in progress and waits for the persister.
+// An interrupted persist leaves the segment's WAL file; its uploads become
+// orphans, removed at the next start.
+func (b *WriteBuffer) stopPersister() {
+	if b.persist.cancel != nil {
+		b.persist.cancel()
+	}
+	if b.persist.done != nil {
+		<-b.persist.done
+	}
+}
+
+func (b *WriteBuffer) kickPersister() {
+	select {
+	case b.persist.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (b *WriteBuffer) persister(ctx context.Context) {
+	defer close(b.persist.done)
+	for {
+		seg := b.nextToPersist()
+		if seg == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.persist.notify:
+				continue
+			}
+		}
+		seg.seal()
+		if err := b.persistSegment(ctx, seg); err != nil {
+			// Only cancellation ends retries.
+			return
+		}
+	}
+}
+
+func (b *WriteBuffer) nextToPersist() *Segment {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.mu.closed {
+		if !s.persisted {
+			return s
+		}
+	}
+	return nil
+}
+
+// retry calls fn until it succeeds or ctx ends, sleeping between attempts
+// with capped exponential backoff and jitter, and logging each failure.
+func (b *WriteBuffer) retry(ctx context.Context, what string, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.notePersistFailure(what, attempt, err)
+		b.log.Warn("persist step failed; retrying", "step", what, "attempt", attempt, "err", err)
+		d := b.cfg.PersistRetryMin << min(attempt-1, 30)
+		if d > b.cfg.PersistRetryMax || d <= 0 {
+			d = b.cfg.PersistRetryMax
+		}
+		d = d/2 + rand.N(d/2+1) // equal jitter
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (b *WriteBuffer) notePersistFailure(what string, attempt int, err error) {
+	b.persist.errMu.Lock()
+	defer b.persist.errMu.Unlock()
+	if b.persist.failures == 0 {
+		b.persist.since = time.Now()
+	}
+	b.persist.failures++
+	b.persist.lastErr = fmt.Errorf("%s (attempt %d): %w", what, attempt, err)
+}
+
+func (b *WriteBuffer) notePersistOK() {
+	b.persist.errMu.Lock()
+	defer b.persist.errMu.Unlock()
+	b.persist.failures, b.persist.lastErr = 0, nil
+}
+
+// PersistError returns the error of the last failed persist step, nil if
+// the last segment persisted since then, with the count of failed attempts.
+func (b *WriteBuffer) PersistError() (error, int) {
+	b.persist.errMu.Lock()
+	defer b.persist.errMu.Unlock()
+	return b.persist.lastErr, b.persist.failures
+}
+
+// fullErrorLocked is the error of a write refused at MemLimit: it says why
+// memory is not coming back.
+func (b *WriteBuffer) fullErrorLocked(used int64) error {
+	pending := 0
+	for _, s := range b.mu.closed {
+		if !s.persisted {
+			pending++
+		}
+	}
+	var why string
+	lastErr, failures := b.PersistError()
+	switch {
+	case b.persist.store == nil:
+		why = "persistence to an object store is not configured, so closed segments stay in memory; restart with a larger limit"
+	case lastErr != nil:
+		b.persist.errMu.Lock()
+		since := b.persist.since
+		b.persist.errMu.Unlock()
+		why = fmt.Sprintf("persisting closed segments to the object store is failing (%d segments waiting, %d failed attempts since %s; last error: %v); "+
+			"writes resume once it succeeds", pending, failures, since.UTC().Format(time.RFC3339), lastErr)
+	case !b.cfg.ReleasePersisted && pending == 0:
+		why = "closed segments are persisted but stay in memory (release of persisted segments is off)"
+	default:
+		why = fmt.Sprintf("%d closed segments are being persisted; writes resume as they leave memory", pending)
+	}
+	return fmt.Errorf("%w: %d bytes buffered reach --buffer-mem-limit (%d bytes); %s", ErrBufferFull, used, b.cfg.MemLimit, why)
+}
+
+// partTask is one Parquet file of a segment to write.
+type partTask struct {
+	key    TableKey
+	day    int64
+	chunks []Chunk
+	schema *catalog.Table
+}
+
+// persistSegment persists seg (doc.go): catalog, Parquet files, segment
+// file, then its WAL file is deleted. Every step is retried until it
+// succeeds; only ctx (Close) stops it, with the error of ctx.
+func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
+	start := time.Now()
+
+	// 1. The catalog, if the store lacks this version. The snapshot comes
+	// first: the file saved next is at least as new, so it describes every
+	// column the Parquet files have.
+	snap := b.cat.Snapshot()
+	var catVersion uint64
+	if err := b.retry(ctx, "persisting catalog", func() error {
+		data, v, err := b.catalogFile(snap.Version())
+		if err != nil {
+			return err
+		}
+		catVersion = v
+		if v <= b.persist.catVersion {
+			catVersion = b.persist.catVersion
+			return nil
+		}
+		crc := objstore.CRC32C(data)
+		if err := b.putImmutable(ctx, catalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false); err != nil {
+			return err
+		}
+		b.persist.catVersion = v
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	// 2. The Parquet files, PersistConcurrency at a time.
+	var tasks []partTask
+	defer func() {
+		for _, t := range tasks {
+			for _, c := range t.chunks {
+				c.Rec.Release()
+			}
+		}
+	}()
+	for _, k := range seg.Tables() {
+		tbl, ok := snap.Table(k.Database, k.Table)
+		if !ok {
+			return fmt.Errorf("buffer: table %s.%s of segment %d is not in the catalog", k.Database, k.Table, seg.id)
+		}
+		for day, chunks := range seg.tableBuffer(k, false).partitionChunks() {
+			tasks = append(tasks, partTask{key: k, day: day, chunks: chunks, schema: tbl})
+		}
+	}
+	files := make([]PersistedFile, len(tasks))
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+		next     = make(chan int)
+	)
+	for range min(b.cfg.PersistConcurrency, len(tasks)) {
+		wg.Go(func() {
+			for i := range next {
+				f, err := b.persistFile(ctx, seg.id, tasks[i])
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					continue
+				}
+				files[i] = f
+			}
+		})
+	}
+	for i := range tasks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	slices.SortFunc(files, func(x, y PersistedFile) int {
+		switch {
+		case x.Path < y.Path:
+			return -1
+		case x.Path > y.Path:
+			return 1
+		}
+		return 0
+	})
+
+	// 3. The segment file: the commit point.
+	b.mu.Lock()
+	ps := PersistedSegment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files}
+	b.mu.Unlock()
+	for _, f := range files {
+		ps.Rows += f.Rows
+	}
+	data, err := encodeSegmentFile(ps)
+	if err != nil {
+		return fmt.Errorf("buffer: encoding segment file: %w", err)
+	}
+	name := segmentObject(seg.id)
+	crc := objstore.CRC32C(data)
+	if err := b.retry(ctx, "writing "+name, func() error {
+		return b.putImmutable(ctx, name, func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
+	}); err != nil {
+		return err
+	}
+	b.fillURIs(&ps)
+	b.mu.Lock()
+	seg.persisted = true
+	b.mu.persisted = append(b.mu.persisted, ps)
+	slices.SortFunc(b.mu.persisted, func(x, y PersistedSegment) int { return cmpUint(x.ID, y.ID) })
+	b.mu.Unlock()
+
+	// 4. Only now the WAL file.
+	if err := b.retry(ctx, "deleting WAL file "+seg.walFile, func() error {
+		if err := b.cfg.WALFS.Remove(seg.walFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return b.cfg.WALFS.SyncDir(b.walDir)
+	}); err != nil {
+		return err
+	}
+	b.notePersistOK()
+	b.log.Info("segment persisted", "segment", seg.id, "files", len(files), "rows", ps.Rows,
+		"catalog_version", catVersion, "duration", time.Since(start))
+	if b.cfg.ReleasePersisted {
+		b.dropSegment(seg)
+	}
+	return nil
+}
+
+// catalogFile returns the catalog file's bytes and version, saving the
+// catalog first so that the file is at least at version atLeast. (The
+// catalog package keeps its encoder to itself: its file is its encoding.)
+func (b *WriteBuffer) catalogFile(atLeast uint64) ([]byte, uint64, error) {
+	if err := b.cat.Save(b.catPath); err != nil {
+		return nil, 0, err
+	}
+	data, err := os.ReadFile(b.catPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	var head struct {
+		Version uint64 `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, 0, fmt.Errorf("reading back %s: %w", b.catPath, err)
+	}
+	if head.Version < atLeast {
+		return nil, 0, fmt.Errorf("%s holds catalog version %d, older than %d", b.catPath, head.Version, atLeast)
+	}
+	return data, head.Version, nil
+}
+
+// persistFile writes one partition as Parquet into a temporary file, then
+// uploads it; each retried until done.
+func (b *WriteBuffer) persistFile(ctx context.Context, segID uint64, t partTask) (PersistedFile, error) {
+	name := parquetObject(t.key.Database, t.key.Table, t.day, segID)
+	var (
+		f   *os.File
+		pf  partFile
+		sz  int64
+		crc uint32
+	)
+	if err := b.retry(ctx, "writing "+name, func() (err error) {
+		f, pf, sz, crc, err = b.encodeToTemp(t)
+		return err
+	}); err != nil {
+		return PersistedFile{}, err
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	if err := b.retry(ctx, "uploading "+name, func() error {
+		return b.putImmutable(ctx, name, func() io.Reader { return io.NewSectionReader(f, 0, sz) }, sz, crc, true)
+	}); err != nil {
+		return PersistedFile{}, err
+	}
+	return PersistedFile{Path: name, Size: sz, CRC32C: crc, Rows: pf.Rows, MinTime: pf.MinTime, MaxTime: pf.MaxTime,
+		Database: t.key.Database, Table: t.key.Table, Partition: partitionName(t.day)}, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (b *WriteBuffer) encodeToTemp(t partTask) (_ *os.File, _ partFile, size int64, crc uint32, err error) {
+	f, err := os.CreateTemp(b.persist.tmpDir, "part-*.parquet")
+	if err != nil {
+		return nil, partFile{}, 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	pf, err := writePartition(bw, t.schema.ArrowSchema(), t.chunks, b.mem)
+	if err != nil {
+		return nil, partFile{}, 0, 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, partFile{}, 0, 0, err
+	}
+	return f, pf, cw.n, h.Sum32(), nil
+}
+
+// putImmutable stores an object under a deterministic name with
+// MustNotExist. If the name is taken by the same bytes (size and CRC32C),
+// an earlier attempt landed: done. If by other bytes, it is an error,
+// unless overwrite: Parquet files are listed by no segment file until their
+// segment file is written, so a different one is an orphan of an earlier
+// attempt, and is replaced.
+func (b *WriteBuffer) putImmutable(ctx context.Context, name string, data func() io.Reader, size int64, crc uint32, overwrite bool) error {
+	store := b.persist.store
+	err := store.Put(ctx, name, data(), size, objstore.PutOptions{MustNotExist: true, CRC32C: &crc})
+	if !errors.Is(err, objstore.ErrExists) {
+		return err
+	}
+	a, err := store.Attributes(ctx, name)
+	if err != nil {
+		return err
+	}
+	if a.Size == size && a.CRC32C == crc {
+		b.log.Info("object already in the store from an earlier attempt", "object", name, "size", size)
+		return nil
+	}
+	if !overwrite {
+		return fmt.Errorf("%s exists with other content (size %d crc32c %08x, want %d %08x): another server writing to the same store?",
+			name, a.Size, a.CRC32C, size, crc)
+	}
+	b.log.Warn("replacing an unlisted Parquet file left by an earlier attempt", "object", name, "old_size", a.Size, "size", size)
+	return store.Put(ctx, name, data(), size, objstore.PutOptions{CRC32C: &crc})
+}
+
+// partitionChunks returns the table's chunks by partition day, retained.
+func (t *tableBuffer) partitionChunks() map[int64][]Chunk {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[int64][]Chunk, len(t.mu.parts))
+	for d, p := range t.mu.parts {
+		var cs []Chunk
+		for _, c := range p.sealed {
+			c.Rec.Retain()
+			cs = append(cs, c)
+		}
+		if p.open != nil && p.open.n > 0 {
+			cs = append(cs, p.open.chunk(false))
+		}
+		if len(cs) > 0 {
+			out[d] = cs
+		}
+	}
+	return out
+}
+
+// dropSegment takes a persisted segment out of the buffer; its memory goes
+// once no View holds it.
+func (b *WriteBuffer) dropSegment(seg *Segment) {
+	b.mu.Lock()
+	b.mu.closed = slices.DeleteFunc(b.mu.closed, func(s *Segment) bool { return s == seg })
+	seg.dropped = true
+	free := seg.readers == 0
+	b.mu.Unlock()
+	if free {
+		seg.release()
+	}
+}
+
+// View is what a query reads: buffered segments and persisted ones, taken
+// at one instant so that every row is in exactly one of them. A segment
+// that is both buffered and persisted (ReleasePersisted off, or not yet
+// dropped) is in Buffered only. Release must be called once the query no
+// longer reads the buffered segments' chunks.
+type View struct {
+	// Buffered are the open and closed segments in memory, in id order.
+	Buffered []*Segment
+	// Persisted are the persisted segments not in Buffered, in id order;
+	// their files are in Store().
+	Persisted []PersistedSegment
+
+	b    *WriteBuffer
+	once sync.Once
+}
+
+// View takes a View. Its buffered segments stay in memory until Release.
+func (b *WriteBuffer) View() *View {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v := &View{b: b, Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
+	ids := make(map[uint64]bool, len(b.mu.closed)+1)
+	for _, s := range append(slices.Clip(b.mu.closed), b.mu.open) {
+		s.readers++
+		v.Buffered = append(v.Buffered, s)
+		ids[s.id] = true
+	}
+	for _, p := range b.mu.persisted {
+		if !ids[p.ID] {
+			v.Persisted = append(v.Persisted, p)
+		}
+	}
+	return v
+}
+
+// Release lets the buffer free the segments of the view. Idempotent.
+func (v *View) Release() {
+	v.once.Do(func() {
+		var free []*Segment
+		v.b.mu.Lock()
+		for _, s := range v.Buffered {
+			s.readers--
+			if s.readers == 0 && s.dropped {
+				free = append(free, s)
+			}
+		}
+		v.b.mu.Unlock()
+		for _, s := range free {
+			s.release()
+		}
+	})
+}
+
+// Persisted returns every persisted segment, in id order, including those
+// still buffered. Queries should use View instead.
+func (b *WriteBuffer) Persisted() []PersistedSegment {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.mu.persisted)
+}
+
+// Store is the object store of persisted files, nil if none.
+func (b *WriteBuffer) Store() objstore.Store { return b.persist.store }
+
+// noteSequence records a WAL sequence of the segment; under
+// WriteBuffer.mu, or during replay.
+func (s *Segment) noteSequence(seq uint64) {
+	if s.firstSeq == 0 {
+		s.firstSeq = seq
+	}
+	s.lastSeq = seq
+}
+
+// writeFileAtomic writes path so that a crash leaves the old or the new
+// file: temp file, fsync, rename, fsync the directory.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}

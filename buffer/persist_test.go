@@ -1,0 +1,521 @@
+package buffer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/objstore/objstoretest"
+	"github.com/apron-db/apron/wal"
+)
+
+const day = int64(24 * time.Hour)
+
+// writeMixed writes rows to tables cpu and mem over two UTC days, the
+// second batch adding a column, and returns what it wrote by table.
+func writeMixed(t *testing.T, b *WriteBuffer, base int64, n int) map[string][]row {
+	t.Helper()
+	want := map[string][]row{}
+	for i, table := range []string{"cpu", "mem"} {
+		rows := genRows(base+int64(i), n, 997)
+		write(t, b, table, cpuSchema, rows)
+		want[table] = append(want[table], rows...)
+		next := genRows(base+day+int64(i), n/2, 1009)
+		for j := range next {
+			if j%4 != 0 {
+				next[j].Extra = ptr(int64(j))
+			}
+		}
+		write(t, b, table, cpuExtraSchema, next)
+		want[table] = append(want[table], next...)
+	}
+	return want
+}
+
+func TestParquetFile(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := openBuffer(t, testConfig(t, mem))
+	defer b.Close()
+	rows := genRows(t0.UnixNano(), 1000, 7919) // out of order by host, in order by time
+	write(t, b, "cpu", cpuSchema, rows[:600])
+	extra := slices.Clone(rows[600:])
+	for i := range extra {
+		extra[i].Extra = ptr(int64(i * 3))
+	}
+	write(t, b, "cpu", cpuExtraSchema, extra)
+	want := append(slices.Clone(rows[:600]), extra...)
+	id := roll(t, b)
+	seg, _ := b.Segment(id)
+	seg.seal()
+	parts := seg.tableBuffer(TableKey{"db", "cpu"}, false).partitionChunks()
+	if len(parts) != 1 {
+		t.Fatalf("%d partitions, want 1", len(parts))
+	}
+	tbl, _ := b.Catalog().Table("db", "cpu")
+	var first, second bytes.Buffer
+	for _, chunks := range parts {
+		if len(chunks) < 5 {
+			t.Fatalf("%d chunks: the test wants several", len(chunks))
+		}
+		pf, err := writePartition(&first, tbl.ArrowSchema(), chunks, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf.Rows != 1000 || pf.MinTime != rows[0].Time || pf.MaxTime != rows[999].Time {
+			t.Fatalf("file stats %+v", pf)
+		}
+		if _, err := writePartition(&second, tbl.ArrowSchema(), chunks, mem); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range chunks {
+			c.Rec.Release()
+		}
+	}
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Fatal("the same rows gave different bytes")
+	}
+
+	// Rows: all there, sorted by host (nulls last), then time.
+	rec := readParquetBytes(t, first.Bytes(), mem)
+	got := rowsOf(t, rec)
+	rec.Release()
+	assertRows(t, got, want)
+	sorted := slices.IsSortedFunc(got, func(x, y row) int {
+		hx, hy := "\xff\xff", "\xff\xff"
+		if x.Host != nil {
+			hx = *x.Host
+		}
+		if y.Host != nil {
+			hy = *y.Host
+		}
+		if c := strings.Compare(hx, hy); c != 0 {
+			return c
+		}
+		return int(x.Time - y.Time)
+	})
+	if !sorted {
+		t.Fatal("rows not sorted by (host, time)")
+	}
+
+	// Metadata.
+	pr, err := file.NewParquetReader(bytes.NewReader(first.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	md := pr.MetaData()
+	col := md.Schema.Column(0)
+	if col.Name() != "time" {
+		t.Fatalf("column 0 is %q", col.Name())
+	}
+	ts, ok := col.LogicalType().(schema.TimestampLogicalType)
+	if !ok || ts.TimeUnit() != schema.TimeUnitNanos || ts.IsAdjustedToUTC() {
+		t.Fatalf("time logical type %s, want Timestamp(isAdjustedToUTC=false, NANOS)", col.LogicalType())
+	}
+	if hs := md.Schema.Column(1); hs.Name() != "host" || !hs.LogicalType().Equals(schema.StringLogicalType{}) {
+		t.Fatalf("column 1: %s %s", hs.Name(), hs.LogicalType())
+	}
+	if md.NumRows != 1000 || md.NumRowGroups() != 1 {
+		t.Fatalf("%d rows in %d row groups", md.NumRows, md.NumRowGroups())
+	}
+	rg := md.RowGroup(0)
+	for i := range rg.NumColumns() {
+		cc, err := rg.ColumnChunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cc.Compression() != compress.Codecs.Zstd {
+			t.Errorf("column %d compressed with %s", i, cc.Compression())
+		}
+		if ok, err := cc.StatsSet(); !ok || err != nil {
+			t.Errorf("column %d: no statistics (%v)", i, err)
+		}
+	}
+	cc, _ := rg.ColumnChunk(0)
+	st, _ := cc.Statistics()
+	if tsStats, ok := st.(interface{ Min() int64 }); !ok || tsStats.Min() != rows[0].Time {
+		t.Errorf("time statistics %v", st)
+	}
+	if sc := rg.SortingColumns(); len(sc) != 2 || sc[0].ColumnIdx != 1 || sc[1].ColumnIdx != 0 {
+		t.Errorf("sorting columns %+v", sc)
+	}
+	_ = parquet.V2_6
+}
+
+func TestPersistSegment(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			store := kind.new(t)
+			defer store.Close()
+			cfg := persistConfig(t, mem, store)
+			cfg.ReleasePersisted = true
+			b := openBuffer(t, cfg)
+			want := writeMixed(t, b, t0.UnixNano(), 500)
+			id := roll(t, b)
+			waitFor(t, "segment persisted", func() bool { return isPersisted(b, id) })
+			more := genRows(t0.UnixNano()+5*day, 10, 1)
+			write(t, b, "cpu", cpuSchema, more)
+			want["cpu"] = append(want["cpu"], more...)
+
+			ps := b.Persisted()
+			if len(ps) != 1 || ps[0].ID != id || len(ps[0].Files) != 4 || ps[0].Rows != 1500 {
+				t.Fatalf("persisted %+v", ps)
+			}
+			// With ReleasePersisted, the segment leaves the buffer just after
+			// its WAL file is deleted.
+			waitFor(t, "persisted segment released", func() bool {
+				v := b.View()
+				defer v.Release()
+				return v.Buffered[0].ID() != id
+			})
+			var names []string
+			for _, f := range ps[0].Files {
+				names = append(names, f.Path)
+				if f.URI != store.URI(f.Path) {
+					t.Errorf("URI %q", f.URI)
+				}
+			}
+			d1 := time.Unix(0, t0.UnixNano()).UTC().Format(time.DateOnly)
+			d2 := time.Unix(0, t0.UnixNano()+day).UTC().Format(time.DateOnly)
+			wantNames := []string{
+				fmt.Sprintf("dbs/db/cpu/%s/%020d.parquet", d1, id), fmt.Sprintf("dbs/db/cpu/%s/%020d.parquet", d2, id),
+				fmt.Sprintf("dbs/db/mem/%s/%020d.parquet", d1, id), fmt.Sprintf("dbs/db/mem/%s/%020d.parquet", d2, id),
+			}
+			if !slices.Equal(names, wantNames) {
+				t.Fatalf("files %q, want %q", names, wantNames)
+			}
+			objstoretest.MustGet(t, store, catalogObject(b.Catalog().Version()))
+			seg, err := decodeSegmentFile(segmentObject(id), objstoretest.MustGet(t, store, segmentObject(id)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seg.FirstSequence != 1 || seg.LastSequence != 4 || seg.CatalogVersion != b.Catalog().Version() {
+				t.Fatalf("segment file %+v", seg)
+			}
+			for table, w := range want {
+				assertRows(t, viewRows(t, b, table), w)
+			}
+			checkStoreConsistent(t, b, store)
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// Reopen: the persisted segment is not replayed; the next id is
+			// above it.
+			b = openBuffer(t, cfg)
+			defer b.Close()
+			for table, w := range want {
+				assertRows(t, viewRows(t, b, table), w)
+			}
+			if open := b.View(); open.Buffered[len(open.Buffered)-1].ID() <= id+1 {
+				t.Fatalf("open segment %d", open.Buffered[len(open.Buffered)-1].ID())
+			} else {
+				open.Release()
+			}
+			waitAllPersisted(t, b)
+			for table, w := range want {
+				assertRows(t, viewRows(t, b, table), w)
+			}
+			checkStoreConsistent(t, b, store)
+		})
+	}
+}
+
+// TestPersistCrashAtEachStep crashes a persist after k store operations
+// (or just before the WAL deletion), k = 0, 1, 2, … until a persist runs
+// through, and checks after a restart, and after a second one, that every
+// row is there exactly once and that no orphan is left.
+func TestPersistCrashAtEachStep(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			for k := 0; ; k++ {
+				if crashed := crashAt(t, kind.new, k); !crashed {
+					if k < 6 {
+						t.Fatalf("no crash at k=%d: fewer steps than expected", k)
+					}
+					return
+				}
+			}
+		})
+	}
+}
+
+func crashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k int) bool {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	inner := newStore(t)
+	defer inner.Close()
+	faulty := objstoretest.NewFaulty(inner)
+	cfg := persistConfig(t, mem, faulty)
+	cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
+	cfg.ReleasePersisted = k%2 == 0
+	b := openBuffer(t, cfg)
+	faulty.CrashAfter(k)
+	want := writeMixed(t, b, t0.UnixNano(), 300)
+	id := roll(t, b)
+	more := genRows(t0.UnixNano()+3*day, 50, 3)
+	write(t, b, "cpu", cpuSchema, more)
+	want["cpu"] = append(want["cpu"], more...)
+	waitFor(t, "a crash or the persist", func() bool { return faulty.Crashed() || isPersisted(b, id) })
+	crashed := faulty.Crashed()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if crashed {
+		t.Logf("k=%d: crashed after %v", k, faulty.Log())
+	}
+
+	for restart := range 2 {
+		cfg.Store = inner
+		cfg.WALFS = nil
+		b = openBuffer(t, cfg)
+		for table, w := range want {
+			got := viewRows(t, b, table)
+			if len(got) != len(w) {
+				t.Fatalf("k=%d restart %d: table %s has %d rows, want %d", k, restart, table, len(got), len(w))
+			}
+			assertRows(t, got, w)
+		}
+		waitAllPersisted(t, b)
+		for table, w := range want {
+			assertRows(t, viewRows(t, b, table), w)
+		}
+		checkStoreConsistent(t, b, inner)
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkNoTemp(t, cfg.DataDir)
+	}
+	return crashed
+}
+
+func TestPersistRetriesTransientFailures(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			inner := kind.new(t)
+			defer inner.Close()
+			faulty := objstoretest.NewFaulty(inner)
+			cfg := persistConfig(t, mem, faulty)
+			b := openBuffer(t, cfg)
+			defer b.Close()
+			faulty.FailNext(5)
+			faulty.LoseAcks(3) // Puts that land but report failure
+			want := writeMixed(t, b, t0.UnixNano(), 200)
+			id := roll(t, b)
+			waitFor(t, "segment persisted", func() bool {
+				err, _ := b.PersistError()
+				return isPersisted(b, id) && err == nil
+			})
+			if faulty.Failures() < 8 {
+				t.Fatalf("%d failures injected, want 8", faulty.Failures())
+			}
+			for table, w := range want {
+				assertRows(t, viewRows(t, b, table), w)
+			}
+			checkStoreConsistent(t, b, inner)
+		})
+	}
+}
+
+// TestPersistStoreDown: with the store down, closed segments pile up until
+// writes are refused with an error naming the persist failure; once the
+// store is back, they persist, leave memory, and writes resume.
+func TestPersistStoreDown(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	inner := objstore.NewMemory()
+	defer inner.Close()
+	faulty := objstoretest.NewFaulty(inner)
+	cfg := persistConfig(t, mem, faulty)
+	cfg.MemLimit = 1 << 20
+	cfg.ReleasePersisted = true
+	b := openBuffer(t, cfg)
+	faulty.SetDown(true)
+
+	want := map[string][]row{}
+	var full error
+	for i := 0; full == nil && i < 10000; i++ {
+		rows := genRows(t0.UnixNano()+int64(i)*1000, 500, 1)
+		rec := makeRecord(memory.NewGoAllocator(), cpuSchema, rows)
+		_, err := b.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{})
+		rec.Release()
+		switch {
+		case err == nil:
+			want["cpu"] = append(want["cpu"], rows...)
+		case errors.Is(err, ErrBufferFull):
+			full = err
+		default:
+			t.Fatal(err)
+		}
+	}
+	if full == nil {
+		t.Fatal("writes never refused")
+	}
+	msg := full.Error()
+	if !strings.Contains(msg, "persisting closed segments to the object store is failing") || !strings.Contains(msg, objstoretest.ErrInjected.Error()) {
+		t.Fatalf("error does not say that persistence fails and why: %v", full)
+	}
+	t.Log(msg)
+
+	faulty.SetDown(false)
+	waitFor(t, "writes resume", func() bool {
+		rows := genRows(t0.UnixNano()+int64(len(want["cpu"]))*1000+7, 10, 1)
+		rec := makeRecord(memory.NewGoAllocator(), cpuSchema, rows)
+		defer rec.Release()
+		_, err := b.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{})
+		if err == nil {
+			want["cpu"] = append(want["cpu"], rows...)
+		} else if !errors.Is(err, ErrBufferFull) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	// A rollover on size may start another persist at any time: restart
+	// (which removes its orphans) before checking the store.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store = inner
+	b = openBuffer(t, cfg)
+	waitAllPersisted(t, b)
+	assertRows(t, viewRows(t, b, "cpu"), want["cpu"])
+	checkStoreConsistent(t, b, inner)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkNoTemp(t, cfg.DataDir)
+}
+
+// TestViewExactlyOnce reads through Views while segments are persisted and
+// released underneath: every view sees every row once.
+func TestViewExactlyOnce(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	store := objstore.NewMemory()
+	defer store.Close()
+	cfg := persistConfig(t, mem, store)
+	cfg.ReleasePersisted = true
+	b := openBuffer(t, cfg)
+	defer b.Close()
+
+	var started, written atomic.Int64 // rows whose write started, returned
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	wg.Go(func() {
+		for !stop.Load() {
+			before := written.Load()
+			v := b.View()
+			n := int64(0)
+			for _, s := range v.Buffered {
+				for _, c := range s.Snapshot("db", "cpu") {
+					n += c.Rec.NumRows()
+					c.Rec.Release()
+				}
+			}
+			for _, ps := range v.Persisted {
+				n += ps.Rows
+			}
+			v.Release()
+			after := started.Load()
+			if n < before || n > after {
+				select {
+				case errs <- fmt.Errorf("view saw %d rows; %d to %d were written", n, before, after):
+				default:
+				}
+				return
+			}
+		}
+	})
+	for i := range 30 {
+		started.Add(100)
+		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+int64(i)*1e6, 100, 1))
+		written.Add(100)
+		if i%3 == 2 {
+			roll(t, b)
+		}
+	}
+	waitAllPersisted(t, b)
+	stop.Store(true)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if got := len(viewRows(t, b, "cpu")); got != 3000 {
+		t.Fatalf("%d rows, want 3000", got)
+	}
+}
+
+// TestStartupLoadsStoreCatalog: a data dir that lost its catalog file (or
+// has an older one) takes the store's.
+func TestStartupLoadsStoreCatalog(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	store := objstore.NewMemory()
+	defer store.Close()
+	cfg := persistConfig(t, mem, store)
+	cfg.ReleasePersisted = true
+	b := openBuffer(t, cfg)
+	want := writeMixed(t, b, t0.UnixNano(), 100)
+	id := roll(t, b)
+	waitFor(t, "segment persisted", func() bool { return isPersisted(b, id) })
+	version := b.Catalog().Version()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(b.catPath); err != nil {
+		t.Fatal(err)
+	}
+	b = openBuffer(t, cfg)
+	defer b.Close()
+	if b.Catalog().Version() != version {
+		t.Fatalf("catalog version %d, want %d", b.Catalog().Version(), version)
+	}
+	for table, w := range want {
+		assertRows(t, viewRows(t, b, table), w)
+	}
+}
+
+func TestSegmentFileNames(t *testing.T) {
+	for _, c := range []struct{ db, table, want string }{
+		{"db", "cpu", "dbs/db/cpu/2026-11-29/00000000000000000007.parquet"},
+		{"db", "a/b c", "dbs/db/a%2Fb%20c/2026-11-29/00000000000000000007.parquet"},
+		{"db", ".hidden", "dbs/db/%2Ehidden/2026-11-29/00000000000000000007.parquet"},
+		{"db", "..", "dbs/db/%2E./2026-11-29/00000000000000000007.parquet"},
+	} {
+		got := parquetObject(c.db, c.table, dayOf(t0.UnixNano()), 7)
+		if got != c.want {
+			t.Errorf("%q.%q: %q, want %q", c.db, c.table, got, c.want)
+		}
+		if err := objstore.ValidateName(got); err != nil {
+			t.Error(err)
+		}
+	}
+	_ = sort.Strings
+	_ = arrow.PrimitiveTypes.Int64
+}
