@@ -3,14 +3,23 @@ package flightsvc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"os"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/objstore"
 	apronpb "github.com/apron-db/apron/proto"
 )
 
@@ -71,13 +80,50 @@ func (s *Service) putPath(stream flight.FlightService_DoPutServer, d *flight.Fli
 	return statusOf(err)
 }
 
-// pathInfo answers GetFlightInfo for [database, table]: the table's schema
-// and an endpoint per buffered segment that holds it.
+// pathInfo answers GetFlightInfo for [database, table].
 func (s *Service) pathInfo(d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	db, table, err := pathTarget(d)
 	if err != nil {
 		return nil, err
 	}
+	return s.tableInfo(d, db, table, math.MinInt64, math.MaxInt64)
+}
+
+// decodeTableRange reads a CMD descriptor of Apron's own (prefix
+// "apron:"), if d is one.
+func decodeTableRange(d *flight.FlightDescriptor) (*apronpb.TableRange, bool, error) {
+	if d.GetType() != flight.DescriptorCMD || !bytes.HasPrefix(d.Cmd, ticketPrefix) {
+		return nil, false, nil
+	}
+	var r apronpb.TableRange
+	if err := proto.Unmarshal(d.Cmd[len(ticketPrefix):], &r); err != nil {
+		return nil, true, fmt.Errorf("%w: malformed apron command: %w", errInvalidRequest, err)
+	}
+	return &r, true, nil
+}
+
+// rangeInfo answers GetFlightInfo for a TableRange command.
+func (s *Service) rangeInfo(d *flight.FlightDescriptor, r *apronpb.TableRange) (*flight.FlightInfo, error) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if r.MinTime != nil {
+		lo = r.GetMinTime()
+	}
+	if r.MaxTime != nil {
+		hi = r.GetMaxTime()
+	}
+	if lo > hi {
+		return nil, fmt.Errorf("%w: time range [%d, %d] is empty", errInvalidRequest, lo, hi)
+	}
+	return s.tableInfo(d, r.GetDatabase(), r.GetTable(), lo, hi)
+}
+
+// tableInfo is a table's schema and its endpoints that may hold rows in
+// [lo, hi]: one per buffered segment (streamed from memory by this server)
+// and one per persisted Parquet file (streamed by this server too, and
+// described in the endpoint's app_metadata, a ParquetReference, so that a
+// client may read the file from the object store itself). Buffered and
+// persisted endpoints come from one buffer.View: each row is in exactly one.
+func (s *Service) tableInfo(d *flight.FlightDescriptor, db, table string, lo, hi int64) (*flight.FlightInfo, error) {
 	t, ok := s.sql.wb.Catalog().Table(db, table)
 	if !ok {
 		return nil, fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, table, db)
@@ -88,8 +134,14 @@ func (s *Service) pathInfo(d *flight.FlightDescriptor) (*flight.FlightInfo, erro
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}
-	for _, seg := range s.sql.wb.Segments() {
+	v := s.sql.wb.View()
+	defer v.Release()
+	bounded := lo != math.MinInt64 || hi != math.MaxInt64
+	for _, seg := range v.Buffered {
 		if !seg.HasTable(db, table) {
+			continue
+		}
+		if bounded && !overlaps(seg.Snapshot(db, table), lo, hi) {
 			continue
 		}
 		tkt, err := encodeTicket(&apronpb.Ticket{Kind: &apronpb.Ticket_Buffer{Buffer: &apronpb.BufferTicket{
@@ -100,7 +152,38 @@ func (s *Service) pathInfo(d *flight.FlightDescriptor) (*flight.FlightInfo, erro
 		}
 		info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}})
 	}
+	for _, ps := range v.Persisted {
+		for _, f := range ps.Files {
+			if f.Database != db || f.Table != table || f.MaxTime < lo || f.MinTime > hi {
+				continue
+			}
+			tkt, err := encodeTicket(&apronpb.Ticket{Kind: &apronpb.Ticket_Parquet{Parquet: &apronpb.ParquetTicket{
+				Database: db, Table: table, SegmentId: ps.ID, Path: f.Path,
+			}}})
+			if err != nil {
+				return nil, err
+			}
+			md, err := proto.Marshal(&apronpb.ParquetReference{Uri: f.URI, Size: f.Size, Rows: f.Rows,
+				MinTime: f.MinTime, MaxTime: f.MaxTime, SegmentId: ps.ID, Partition: f.Partition, Crc32C: f.CRC32C})
+			if err != nil {
+				return nil, err
+			}
+			info.Endpoint = append(info.Endpoint, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}, AppMetadata: md})
+		}
+	}
 	return info, nil
+}
+
+// overlaps says whether any chunk has rows in [lo, hi]; it releases them.
+func overlaps(chunks []buffer.Chunk, lo, hi int64) bool {
+	hit := false
+	for _, c := range chunks {
+		if c.Rec.NumRows() > 0 && c.MaxTime >= lo && c.MinTime <= hi {
+			hit = true
+		}
+		c.Rec.Release()
+	}
+	return hit
 }
 
 // doGetBuffer streams one table's rows buffered in one segment, in the
@@ -110,9 +193,16 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 	if !ok {
 		return fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, t.Table, t.Database)
 	}
-	seg, ok := s.sql.wb.Segment(t.SegmentId)
-	if !ok {
-		return fmt.Errorf("%w: segment %d is no longer buffered; call GetFlightInfo again", errNotFound, t.SegmentId)
+	v := s.sql.wb.View()
+	defer v.Release()
+	var seg *buffer.Segment
+	for _, b := range v.Buffered {
+		if b.ID() == t.SegmentId {
+			seg = b
+		}
+	}
+	if seg == nil {
+		return fmt.Errorf("%w: segment %d is no longer buffered (it was persisted); call GetFlightInfo again", errNotFound, t.SegmentId)
 	}
 	schema := tbl.ArrowSchema()
 	chunks := seg.Snapshot(t.Database, t.Table)
@@ -127,15 +217,75 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rec, err := buffer.Project(c, schema, s.sql.mem)
-		if err != nil {
+		if err := writeProjected(w, c, schema, s.sql.mem); err != nil {
 			return err
 		}
-		err = w.Write(rec)
-		rec.Release()
-		if err != nil {
+	}
+	return nil
+}
+
+func writeProjected(w *flight.Writer, c buffer.Chunk, schema *arrow.Schema, mem memory.Allocator) error {
+	rec, err := buffer.Project(c, schema, mem)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return w.Write(rec)
+}
+
+// doGetParquet streams one persisted Parquet file in the table's current
+// schema. The file is fetched whole from the object store into a temporary
+// file first: Parquet readers seek.
+func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, stream flight.FlightService_DoGetServer) error {
+	tbl, ok := s.sql.wb.Catalog().Table(t.Database, t.Table)
+	if !ok {
+		return fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, t.Table, t.Database)
+	}
+	store := s.sql.wb.Store()
+	if store == nil {
+		return fmt.Errorf("%w: this server has no object store", errNotFound)
+	}
+	obj, err := store.Get(ctx, t.Path)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("%w: parquet file %q is not in the object store", errNotFound, t.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("reading %q from the object store: %w", t.Path, err)
+	}
+	defer obj.Close()
+	tmp, err := os.CreateTemp("", "apron-doget-*.parquet")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, obj); err != nil {
+		return fmt.Errorf("fetching %q: %w", t.Path, err)
+	}
+	pf, err := file.NewParquetReader(tmp)
+	if err != nil {
+		return fmt.Errorf("opening %q: %w", t.Path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10, Parallel: false}, s.sql.mem)
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", t.Path, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", t.Path, err)
+	}
+	defer rr.Release()
+	schema := tbl.ArrowSchema()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.sql.mem))
+	defer w.Close()
+	for rr.Next() {
+		if err := writeProjected(w, buffer.Chunk{Rec: rr.RecordBatch()}, schema, s.sql.mem); err != nil {
 			return err
 		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("reading %q: %w", t.Path, err)
 	}
 	return nil
 }

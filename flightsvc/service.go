@@ -62,6 +62,13 @@ func (s *Service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor)
 		info, err := s.pathInfo(d)
 		return info, statusOf(err)
 	}
+	if r, ours, err := decodeTableRange(d); ours {
+		if err != nil {
+			return nil, statusOf(err)
+		}
+		info, err := s.rangeInfo(d, r)
+		return info, statusOf(err)
+	}
 	return s.adapter.GetFlightInfo(ctx, d)
 }
 
@@ -86,6 +93,9 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	}
 	if b := t.GetBuffer(); b != nil {
 		return statusOf(s.doGetBuffer(stream.Context(), b, stream))
+	}
+	if p := t.GetParquet(); p != nil {
+		return statusOf(s.doGetParquet(stream.Context(), p, stream))
 	}
 	return statusOf(fmt.Errorf("%w: ticket of an unknown kind", errInvalidRequest))
 }

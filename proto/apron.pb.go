@@ -172,6 +172,7 @@ type Ticket struct {
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Ticket_Buffer
+	//	*Ticket_Parquet
 	Kind          isTicket_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -223,6 +224,15 @@ func (x *Ticket) GetBuffer() *BufferTicket {
 	return nil
 }
 
+func (x *Ticket) GetParquet() *ParquetTicket {
+	if x != nil {
+		if x, ok := x.Kind.(*Ticket_Parquet); ok {
+			return x.Parquet
+		}
+	}
+	return nil
+}
+
 type isTicket_Kind interface {
 	isTicket_Kind()
 }
@@ -231,7 +241,13 @@ type Ticket_Buffer struct {
 	Buffer *BufferTicket `protobuf:"bytes,1,opt,name=buffer,proto3,oneof"`
 }
 
+type Ticket_Parquet struct {
+	Parquet *ParquetTicket `protobuf:"bytes,2,opt,name=parquet,proto3,oneof"`
+}
+
 func (*Ticket_Buffer) isTicket_Kind() {}
+
+func (*Ticket_Parquet) isTicket_Kind() {}
 
 // BufferTicket streams the rows of one table buffered in one segment.
 type BufferTicket struct {
@@ -294,6 +310,257 @@ func (x *BufferTicket) GetSegmentId() uint64 {
 	return 0
 }
 
+// ParquetTicket streams the rows of one persisted Parquet file, in the
+// table's current schema.
+type ParquetTicket struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Database  string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table     string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	SegmentId uint64                 `protobuf:"varint,3,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// path is the object name in the store.
+	Path          string `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParquetTicket) Reset() {
+	*x = ParquetTicket{}
+	mi := &file_apron_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParquetTicket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParquetTicket) ProtoMessage() {}
+
+func (x *ParquetTicket) ProtoReflect() protoreflect.Message {
+	mi := &file_apron_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParquetTicket.ProtoReflect.Descriptor instead.
+func (*ParquetTicket) Descriptor() ([]byte, []int) {
+	return file_apron_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ParquetTicket) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *ParquetTicket) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ParquetTicket) GetSegmentId() uint64 {
+	if x != nil {
+		return x.SegmentId
+	}
+	return 0
+}
+
+func (x *ParquetTicket) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// ParquetReference is the app_metadata of a FlightEndpoint for a persisted
+// Parquet file: enough for a client to read the file directly from the
+// object store instead of through DoGet.
+type ParquetReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// uri is gs://bucket/path for Google Cloud Storage, file:///path for the
+	// local store, memory:///path for the in-memory one.
+	Uri  string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	Size int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Rows int64  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	// min_time and max_time bound the file's time column, ns since the
+	// epoch, inclusive.
+	MinTime       int64  `protobuf:"varint,4,opt,name=min_time,json=minTime,proto3" json:"min_time,omitempty"`
+	MaxTime       int64  `protobuf:"varint,5,opt,name=max_time,json=maxTime,proto3" json:"max_time,omitempty"`
+	SegmentId     uint64 `protobuf:"varint,6,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	Partition     string `protobuf:"bytes,7,opt,name=partition,proto3" json:"partition,omitempty"`
+	Crc32C        uint32 `protobuf:"varint,8,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParquetReference) Reset() {
+	*x = ParquetReference{}
+	mi := &file_apron_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParquetReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParquetReference) ProtoMessage() {}
+
+func (x *ParquetReference) ProtoReflect() protoreflect.Message {
+	mi := &file_apron_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParquetReference.ProtoReflect.Descriptor instead.
+func (*ParquetReference) Descriptor() ([]byte, []int) {
+	return file_apron_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ParquetReference) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *ParquetReference) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ParquetReference) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ParquetReference) GetMinTime() int64 {
+	if x != nil {
+		return x.MinTime
+	}
+	return 0
+}
+
+func (x *ParquetReference) GetMaxTime() int64 {
+	if x != nil {
+		return x.MaxTime
+	}
+	return 0
+}
+
+func (x *ParquetReference) GetSegmentId() uint64 {
+	if x != nil {
+		return x.SegmentId
+	}
+	return 0
+}
+
+func (x *ParquetReference) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *ParquetReference) GetCrc32C() uint32 {
+	if x != nil {
+		return x.Crc32C
+	}
+	return 0
+}
+
+// TableRange is the command of a CMD FlightDescriptor (its bytes start
+// with "apron:", like tickets) that asks GetFlightInfo for one table's rows
+// in a time range: endpoints whose rows all lie outside it are left out.
+type TableRange struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// min_time and max_time bound the range, ns since the epoch, inclusive;
+	// unset means unbounded.
+	MinTime       *int64 `protobuf:"varint,3,opt,name=min_time,json=minTime,proto3,oneof" json:"min_time,omitempty"`
+	MaxTime       *int64 `protobuf:"varint,4,opt,name=max_time,json=maxTime,proto3,oneof" json:"max_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableRange) Reset() {
+	*x = TableRange{}
+	mi := &file_apron_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableRange) ProtoMessage() {}
+
+func (x *TableRange) ProtoReflect() protoreflect.Message {
+	mi := &file_apron_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableRange.ProtoReflect.Descriptor instead.
+func (*TableRange) Descriptor() ([]byte, []int) {
+	return file_apron_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TableRange) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *TableRange) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *TableRange) GetMinTime() int64 {
+	if x != nil && x.MinTime != nil {
+		return *x.MinTime
+	}
+	return 0
+}
+
+func (x *TableRange) GetMaxTime() int64 {
+	if x != nil && x.MaxTime != nil {
+		return *x.MaxTime
+	}
+	return 0
+}
+
 var File_apron_proto protoreflect.FileDescriptor
 
 const file_apron_proto_rawDesc = "" +
@@ -307,15 +574,40 @@ const file_apron_proto_rawDesc = "" +
 	"\x11PutResultMetadata\x12!\n" +
 	"\frows_written\x18\x01 \x01(\x03R\vrowsWritten\x12,\n" +
 	"\x12total_rows_written\x18\x02 \x01(\x03R\x10totalRowsWritten\x12\x1a\n" +
-	"\bsequence\x18\x03 \x01(\x04R\bsequence\"B\n" +
+	"\bsequence\x18\x03 \x01(\x04R\bsequence\"w\n" +
 	"\x06Ticket\x120\n" +
-	"\x06buffer\x18\x01 \x01(\v2\x16.apron.v1.BufferTicketH\x00R\x06bufferB\x06\n" +
+	"\x06buffer\x18\x01 \x01(\v2\x16.apron.v1.BufferTicketH\x00R\x06buffer\x123\n" +
+	"\aparquet\x18\x02 \x01(\v2\x17.apron.v1.ParquetTicketH\x00R\aparquetB\x06\n" +
 	"\x04kind\"_\n" +
 	"\fBufferTicket\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1d\n" +
 	"\n" +
-	"segment_id\x18\x03 \x01(\x04R\tsegmentIdB)Z'github.com/apron-db/apron/proto;apronpbb\x06proto3"
+	"segment_id\x18\x03 \x01(\x04R\tsegmentId\"t\n" +
+	"\rParquetTicket\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x03 \x01(\x04R\tsegmentId\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\"\xd7\x01\n" +
+	"\x10ParquetReference\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x03R\x04rows\x12\x19\n" +
+	"\bmin_time\x18\x04 \x01(\x03R\aminTime\x12\x19\n" +
+	"\bmax_time\x18\x05 \x01(\x03R\amaxTime\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x06 \x01(\x04R\tsegmentId\x12\x1c\n" +
+	"\tpartition\x18\a \x01(\tR\tpartition\x12\x16\n" +
+	"\x06crc32c\x18\b \x01(\rR\x06crc32c\"\x98\x01\n" +
+	"\n" +
+	"TableRange\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x1e\n" +
+	"\bmin_time\x18\x03 \x01(\x03H\x00R\aminTime\x88\x01\x01\x12\x1e\n" +
+	"\bmax_time\x18\x04 \x01(\x03H\x01R\amaxTime\x88\x01\x01B\v\n" +
+	"\t_min_timeB\v\n" +
+	"\t_max_timeB)Z'github.com/apron-db/apron/proto;apronpbb\x06proto3"
 
 var (
 	file_apron_proto_rawDescOnce sync.Once
@@ -329,20 +621,24 @@ func file_apron_proto_rawDescGZIP() []byte {
 	return file_apron_proto_rawDescData
 }
 
-var file_apron_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_apron_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_apron_proto_goTypes = []any{
 	(*WalRecordHeader)(nil),   // 0: apron.v1.WalRecordHeader
 	(*PutResultMetadata)(nil), // 1: apron.v1.PutResultMetadata
 	(*Ticket)(nil),            // 2: apron.v1.Ticket
 	(*BufferTicket)(nil),      // 3: apron.v1.BufferTicket
+	(*ParquetTicket)(nil),     // 4: apron.v1.ParquetTicket
+	(*ParquetReference)(nil),  // 5: apron.v1.ParquetReference
+	(*TableRange)(nil),        // 6: apron.v1.TableRange
 }
 var file_apron_proto_depIdxs = []int32{
 	3, // 0: apron.v1.Ticket.buffer:type_name -> apron.v1.BufferTicket
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	4, // 1: apron.v1.Ticket.parquet:type_name -> apron.v1.ParquetTicket
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_apron_proto_init() }
@@ -352,14 +648,16 @@ func file_apron_proto_init() {
 	}
 	file_apron_proto_msgTypes[2].OneofWrappers = []any{
 		(*Ticket_Buffer)(nil),
+		(*Ticket_Parquet)(nil),
 	}
+	file_apron_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_apron_proto_rawDesc), len(file_apron_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
