@@ -202,7 +202,15 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		}
 	}
 	if seg == nil {
-		return fmt.Errorf("%w: segment %d is no longer buffered (it was persisted); call GetFlightInfo again", errNotFound, t.SegmentId)
+		// Persisted since the FlightInfo was made: its rows are in the
+		// segment's Parquet files now.
+		for _, ps := range v.Persisted {
+			if ps.ID != t.SegmentId {
+				continue
+			}
+			return s.streamFiles(ctx, tbl.ArrowSchema(), ps, t.Database, t.Table, stream)
+		}
+		return fmt.Errorf("%w: segment %d is neither buffered nor persisted; call GetFlightInfo again", errNotFound, t.SegmentId)
 	}
 	schema := tbl.ArrowSchema()
 	chunks := seg.Snapshot(t.Database, t.Table)
@@ -234,23 +242,46 @@ func writeProjected(w *flight.Writer, c buffer.Chunk, schema *arrow.Schema, mem 
 }
 
 // doGetParquet streams one persisted Parquet file in the table's current
-// schema. The file is fetched whole from the object store into a temporary
-// file first: Parquet readers seek.
+// schema.
 func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, stream flight.FlightService_DoGetServer) error {
 	tbl, ok := s.sql.wb.Catalog().Table(t.Database, t.Table)
 	if !ok {
 		return fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, t.Table, t.Database)
 	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(tbl.ArrowSchema()), ipc.WithAllocator(s.sql.mem))
+	defer w.Close()
+	return s.writeFile(ctx, w, tbl.ArrowSchema(), t.Path)
+}
+
+// streamFiles streams the files of one table in a persisted segment.
+func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps buffer.PersistedSegment, db, table string, stream flight.FlightService_DoGetServer) error {
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.sql.mem))
+	defer w.Close()
+	for _, f := range ps.Files {
+		if f.Database != db || f.Table != table {
+			continue
+		}
+		if err := s.writeFile(ctx, w, schema, f.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile writes the rows of a persisted Parquet file to w in schema. The
+// file is fetched whole from the object store into a temporary file first:
+// Parquet readers seek.
+func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow.Schema, path string) error {
 	store := s.sql.wb.Store()
 	if store == nil {
 		return fmt.Errorf("%w: this server has no object store", errNotFound)
 	}
-	obj, err := store.Get(ctx, t.Path)
+	obj, err := store.Get(ctx, path)
 	if errors.Is(err, objstore.ErrNotFound) {
-		return fmt.Errorf("%w: parquet file %q is not in the object store", errNotFound, t.Path)
+		return fmt.Errorf("%w: parquet file %q is not in the object store", errNotFound, path)
 	}
 	if err != nil {
-		return fmt.Errorf("reading %q from the object store: %w", t.Path, err)
+		return fmt.Errorf("reading %q from the object store: %w", path, err)
 	}
 	defer obj.Close()
 	tmp, err := os.CreateTemp("", "apron-doget-*.parquet")
@@ -260,32 +291,29 @@ func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, st
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	if _, err := io.Copy(tmp, obj); err != nil {
-		return fmt.Errorf("fetching %q: %w", t.Path, err)
+		return fmt.Errorf("fetching %q: %w", path, err)
 	}
 	pf, err := file.NewParquetReader(tmp)
 	if err != nil {
-		return fmt.Errorf("opening %q: %w", t.Path, err)
+		return fmt.Errorf("opening %q: %w", path, err)
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10, Parallel: false}, s.sql.mem)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, s.sql.mem)
 	if err != nil {
-		return fmt.Errorf("reading %q: %w", t.Path, err)
+		return fmt.Errorf("reading %q: %w", path, err)
 	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return fmt.Errorf("reading %q: %w", t.Path, err)
+		return fmt.Errorf("reading %q: %w", path, err)
 	}
 	defer rr.Release()
-	schema := tbl.ArrowSchema()
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.sql.mem))
-	defer w.Close()
 	for rr.Next() {
 		if err := writeProjected(w, buffer.Chunk{Rec: rr.RecordBatch()}, schema, s.sql.mem); err != nil {
 			return err
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("reading %q: %w", t.Path, err)
+		return fmt.Errorf("reading %q: %w", path, err)
 	}
 	return nil
 }

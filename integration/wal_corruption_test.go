@@ -51,10 +51,10 @@ func putIDs(t testing.TB, addr, db, table string, from, n, per int64, pause time
 // and serves the later files' data.
 func TestWALCorruptOldestFile(t *testing.T) {
 	dir := t.TempDir()
-	srv := startServer(t, dir)
+	srv := startServer(t, dir, "--object-store", "none")
 	putIDs(t, srv.Addr, "c", "t", 0, 100, 100, 0) // one record in the oldest file
 	srv.Stop(t)
-	srv = startServer(t, dir, "--segment-duration", "1s")
+	srv = startServer(t, dir, "--object-store", "none", "--segment-duration", "1s")
 	putIDs(t, srv.Addr, "c", "t", 100, 100, 10, 250*time.Millisecond) // ~2.5s: more files
 	srv.Stop(t)
 
@@ -81,7 +81,7 @@ func TestWALCorruptOldestFile(t *testing.T) {
 	}
 	t.Logf("flipped byte %d of %s (first record of %d bytes)", off, filepath.Base(oldest), n)
 
-	code, stderr := startServerExpectFailure(t, dir, "--segment-duration", "1s")
+	code, stderr := startServerExpectFailure(t, dir, "--object-store", "none", "--segment-duration", "1s")
 	if code == 0 {
 		t.Errorf("exit code 0 with a corrupt WAL, want non-zero")
 	}
@@ -95,7 +95,7 @@ func TestWALCorruptOldestFile(t *testing.T) {
 		t.Errorf("failed start left %v", m)
 	}
 
-	srv = startServer(t, dir, "--wal-move-corrupt")
+	srv = startServer(t, dir, "--object-store", "none", "--wal-move-corrupt")
 	if m, _ := filepath.Glob(filepath.Join(dir, "wal", "*.corrupt*")); len(m) == 0 {
 		t.Errorf("no .corrupt file in %s after --wal-move-corrupt", filepath.Join(dir, "wal"))
 	}
@@ -112,7 +112,7 @@ func TestWALCorruptOldestFile(t *testing.T) {
 	check("after --wal-move-corrupt")
 	// The next start needs no flag: the corrupt file was set aside.
 	srv.Stop(t)
-	srv = startServer(t, dir)
+	srv = startServer(t, dir, "--object-store", "none")
 	check("after a plain restart")
 }
 
@@ -120,7 +120,7 @@ func TestWALCorruptOldestFile(t *testing.T) {
 // starts, warns about the dropped bytes and serves every whole record.
 func TestWALTornTail(t *testing.T) {
 	dir := t.TempDir()
-	srv := startServer(t, dir)
+	srv := startServer(t, dir, "--object-store", "none")
 	putIDs(t, srv.Addr, "torn", "t", 0, 50, 10, 0) // 5 records
 	srv.Stop(t)
 	files := walFiles(t, dir)
@@ -135,7 +135,7 @@ func TestWALTornTail(t *testing.T) {
 	if err := os.Truncate(newest, st.Size()-3); err != nil {
 		t.Fatal(err)
 	}
-	srv = startServer(t, dir)
+	srv = startServer(t, dir, "--object-store", "none")
 	logs := srv.Stderr()
 	if !strings.Contains(logs, "level=WARN") || !(stringsContainsFold(logs, "truncat") || stringsContainsFold(logs, "dropped")) {
 		t.Errorf("no warning about truncated bytes in the startup log:\n%s", logs)

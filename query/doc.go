@@ -25,15 +25,70 @@
 // table even while writers add more. Views are (re)made before a query
 // whenever the catalog's version has changed since the last sync.
 //
-// Every scan of a table in a query (a self-join reads it twice) is its own
-// instance of apron_scan: its init takes a snapshot of the table's buffered
-// chunks (retained; released when DuckDB destroys the scan's state, also
-// when the query is cancelled), and each call of its function hands DuckDB
-// at most 2048 rows of one chunk: the chunk is sliced, converted with
+// # What a query reads: one View
+//
+// A table is the union of its buffered segments and its persisted
+// Parquet files. When a query is prepared, the engine takes one
+// buffer.View (per-connection query state, next to the time bounds): the
+// segments in memory and the persisted segments not in memory, split at
+// one instant, so that a segment being persisted (in memory and in the
+// store at once) is read once, from memory. Every scan of the query (a
+// self-join reads a table twice, each its own instance of apron_scan)
+// reads that View: buffered chunks with Segment.Snapshot, persisted files
+// of its table. The View is released when the query's connection goes
+// back to the pool, on every path (end, error, cancellation, a Prepare
+// that never runs), so dropped segments leave memory once no query holds
+// them.
+//
+// A scan's init takes the View's buffered chunks of its table (retained;
+// released when DuckDB destroys the scan's state, also when the query is
+// cancelled) and the list of its persisted files. Threads take chunks and
+// files one at a time; each call of the function hands DuckDB at most
+// 2048 rows of one chunk: the chunk is sliced, converted with
 // duckdb_data_chunk_from_arrow (which references the Arrow buffers rather
 // than copying fixed-width values) and its vectors are referenced into the
 // output. Columns a chunk predates read as NULL. Projection pushdown means
 // only the columns a query uses are converted.
+//
+// # Persisted files
+//
+// A thread that takes a file gets it from the file cache (below), opens it
+// with arrow-go's parquet reader, skips the row groups whose time
+// statistics cannot match the query's bounds, and decodes only the
+// projected columns (pqarrow record reader), 8192 rows at a time, into
+// record batches of the table's declared types, which then go through the
+// same path as buffered chunks. Strings are read as dictionaries (the
+// files store them dictionary-encoded: the indices are taken over), which
+// is how the scan declares them; a column a file predates reads as NULL;
+// other type differences Parquet introduces (a timestamp's zone) are
+// re-typed or cast. A query that needs no column (count(*)) reads only the
+// row counts of the footer.
+//
+// Why pqarrow and not DuckDB's read_parquet, although read_parquet is
+// native and several times faster (see BenchmarkPersistedQuery): the
+// buffered snapshot and the file list must come from one View, atomically,
+// per query, and every scan of the query must agree on it. apron_scan
+// gets that for free through per-connection state; read_parquet would need
+// the file list spliced into each query (views are shared across
+// connections and bound by DuckDB, and a table function's arguments are
+// fixed at bind), a union by name between the two sources with the view's
+// column types kept stable, its own handling of tables with no file, and
+// external access opened (allowed_directories at open) to the cache
+// directory, with the files of a running query pinned in the cache while
+// DuckDB opens them lazily. It is the way to close the speed gap, as a
+// next step.
+//
+// # File cache
+//
+// Files are fetched whole from the object store with Get into a temporary
+// file in Config.CacheDir, checked against the size and CRC32C the segment
+// file lists, and renamed into place under their object name. Concurrent
+// fetches of one file are one fetch. Config.CacheSize bounds the bytes
+// kept; the least recently used file goes first, and a file a running scan
+// has open is never evicted (it may hold the cache over its size for that
+// long). Files left by an earlier run are adopted at Open (their size is
+// checked when used). Objects of a local store (file:// URIs) are read in
+// place, not copied.
 //
 // # Time pruning
 //
@@ -42,8 +97,10 @@
 // bounds on "time" (comparisons and BETWEEN against constants, in the
 // top-level AND of the WHERE clause of a SELECT over exactly one table) are
 // found for each table. They are handed to that query's scans through
-// per-connection state, and a scan skips chunks whose [MinTime, MaxTime]
-// lies outside them. DuckDB still applies the WHERE clause to the rows
+// per-connection state, and a scan skips chunks and persisted files whose
+// [MinTime, MaxTime] lies outside them (such files are neither fetched nor
+// read), and row groups whose time statistics do. Engine.Stats counts
+// what was read and what was skipped. DuckDB still applies the WHERE clause to the rows
 // that remain, so pruning only has to be conservative, never exact.
 //
 // # Connections

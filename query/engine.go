@@ -35,12 +35,24 @@ type Config struct {
 	// QueueTimeout is how long a query waits for a free connection before
 	// it fails with ErrTooManyQueries.
 	QueueTimeout time.Duration
-	Logger       *slog.Logger
+	// CacheDir holds local copies of persisted Parquet files fetched from
+	// the buffer's object store (--cache-dir; cmd/apron defaults it to
+	// <data-dir>/cache). Required when the store is not a local one, whose
+	// files are read in place.
+	CacheDir string
+	// CacheSize bounds the bytes of files in CacheDir (--cache-size); the
+	// least recently used go first. Files a running query reads are kept
+	// even past it. 0 means DefaultCacheSize.
+	CacheSize int64
+	Logger    *slog.Logger
 }
+
+// DefaultCacheSize is the CacheSize `apron serve` starts with: 10 GiB.
+const DefaultCacheSize = 10 << 30
 
 // DefaultConfig returns the configuration `apron serve` starts with.
 func DefaultConfig() Config {
-	return Config{MaxConcurrent: 16, QueueTimeout: 5 * time.Second}
+	return Config{MaxConcurrent: 16, QueueTimeout: 5 * time.Second, CacheSize: DefaultCacheSize}
 }
 
 // Validate reports the settings that cannot work.
@@ -54,6 +66,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("max concurrent queries %d must be positive (--max-concurrent-queries)", c.MaxConcurrent))
+	}
+	if c.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("cache size %d bytes is negative (--cache-size)", c.CacheSize))
 	}
 	if c.QueueTimeout < 0 {
 		errs = append(errs, fmt.Errorf("query queue timeout %s is negative", c.QueueTimeout))
@@ -98,6 +113,13 @@ type Engine struct {
 	queries       atomic.Int64 // queries started
 	chunksScanned atomic.Int64 // buffered chunks read by scans
 	chunksPruned  atomic.Int64 // buffered chunks skipped by time pruning
+
+	// cache holds persisted files; nil without an object store.
+	cache            *fileCache
+	filesScanned     atomic.Int64
+	filesPruned      atomic.Int64
+	rowGroupsScanned atomic.Int64
+	rowGroupsPruned  atomic.Int64
 }
 
 // conn is one pooled DuckDB connection.
@@ -119,10 +141,27 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent)}
+	if store := wb.Store(); store != nil {
+		if cfg.CacheDir == "" {
+			if _, local := inPlace(store, buffer.PersistedFile{Path: "x"}); !local {
+				return nil, errors.New("query: a cache dir is required to read persisted files (--cache-dir)")
+			}
+			e.cache = &fileCache{store: store} // local files only: read in place
+		} else {
+			c, err := newFileCache(cfg.CacheDir, cfg.CacheSize, store)
+			if err != nil {
+				return nil, err
+			}
+			e.cache = c
+		}
+	}
 	e.mu.active = make(map[*conn]struct{})
 	e.threads = cfg.Threads
 	if e.threads == 0 {
@@ -221,14 +260,36 @@ type Stats struct {
 	Queries       int64 // queries started
 	ChunksScanned int64 // buffered chunks read by scans
 	ChunksPruned  int64 // buffered chunks skipped by time pruning
+
+	// Persisted files: read, or skipped by time pruning (their
+	// [MinTime, MaxTime], or all their row groups' time statistics).
+	FilesScanned, FilesPruned int64
+	// Row groups of the files opened: read, or skipped by their time
+	// statistics.
+	RowGroupsScanned, RowGroupsPruned int64
+	// The file cache: files found there (or read in place), fetched from
+	// the object store (and their bytes), evicted; what it holds now.
+	CacheHits, CacheFetches, CacheFetchedBytes, CacheEvictions int64
+	CacheBytes                                                 int64
+	CacheFiles                                                 int
 }
 
 // Stats describes the engine now.
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load()}
+	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(),
+		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
+		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
+	if c := e.cache; c != nil {
+		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
+		st.CacheFetchedBytes = c.fetchedBytes.Load()
+		if c.entries != nil {
+			st.CacheBytes, st.CacheFiles = c.usage()
+		}
+	}
+	return st
 }
 
 // acquire takes a connection, waiting up to QueueTimeout for a slot.
@@ -284,7 +345,7 @@ func (e *Engine) acquire(ctx context.Context) (*conn, error) {
 
 // release returns a connection to the pool.
 func (e *Engine) release(c *conn) {
-	e.qstate.Delete(c.id)
+	e.dropState(c.id)
 	e.mu.Lock()
 	delete(e.mu.active, c)
 	e.mu.idle = append(e.mu.idle, c)

@@ -4,6 +4,7 @@ package query
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -18,8 +19,30 @@ import (
 // queryState is what the scans of one query learn from its statement:
 // bounds on the time of the rows each table's scans may need, by
 // lower-cased database and table name (DuckDB names are case-insensitive).
+//
+// It also holds the query's View of the buffer, taken once when the query
+// is prepared: every scan of the query reads its buffered segments and
+// persisted files, so that all scans (a self-join reads a table twice) see
+// the same rows, each row once, even while segments are persisted and
+// dropped. The View is released, and ctx cancelled, when the query's
+// connection goes back to the pool (Engine.release), on every path.
 type queryState struct {
 	bounds map[buffer.TableKey]timeBounds
+	view   *buffer.View
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (q *queryState) close() {
+	q.cancel()
+	q.view.Release()
+}
+
+// dropState ends the query state of connection id, if any.
+func (e *Engine) dropState(id uint64) {
+	if qs, ok := e.qstate.LoadAndDelete(id); ok {
+		qs.(*queryState).close()
+	}
 }
 
 func (q *queryState) boundsOf(k buffer.TableKey) timeBounds {
@@ -37,15 +60,17 @@ func lowerKey(db, table string) buffer.TableKey {
 // them for the scans bound on connection c. Pruning is an optimization:
 // whenever anything is not understood, it is off for the query.
 func (e *Engine) prepareState(c *conn, sql string) {
-	e.qstate.Delete(c.id)
+	e.dropState(c.id)
+	qs := &queryState{}
 	b, err := e.timeBounds(c, sql)
 	if err != nil {
 		e.log.Debug("time pruning off for a query", "err", err)
-		return
+	} else {
+		qs.bounds = b
 	}
-	if len(b) > 0 {
-		e.qstate.Store(c.id, &queryState{bounds: b})
-	}
+	qs.ctx, qs.cancel = context.WithCancel(context.Background())
+	qs.view = e.wb.View()
+	e.qstate.Store(c.id, qs)
 }
 
 // tableRef is one reference to a table in a statement, with the

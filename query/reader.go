@@ -41,12 +41,19 @@ type reader struct {
 // its reader, which owns stmt.
 func (e *Engine) execute(ctx context.Context, c *conn, stmt duck.PreparedStatement) (*reader, error) {
 	untrack := e.track(c.sql, c.schema)
+	// Fetches of persisted files stop when the query's context ends.
+	stopLink := func() bool { return false }
+	if qs, ok := e.qstate.Load(c.id); ok {
+		stopLink = context.AfterFunc(ctx, qs.(*queryState).cancel)
+	}
 	r, err := runStreaming(ctx, c.c, stmt)
 	if err != nil {
+		stopLink()
 		untrack()
 		return nil, err
 	}
 	r.onDone = func() {
+		stopLink()
 		untrack()
 		e.release(c)
 	}

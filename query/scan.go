@@ -19,6 +19,7 @@ typedef void (*apron_delete_t)(void *);
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -110,6 +111,9 @@ type bindData struct {
 	key    buffer.TableKey
 	fields []arrow.Field // the first ncols columns, strings as dictionaries
 	bounds timeBounds    // rows outside cannot match the query
+	// qs is the state of the query the scan is bound in (its View), nil
+	// when bound outside a query.
+	qs *queryState
 }
 
 //export apron_scan_bind
@@ -170,7 +174,8 @@ func (e *Engine) bind(info duck.BindInfo) error {
 	id := uint64(duck.ClientContextGetConnectionId(cc))
 	duck.DestroyClientContext(&cc)
 	if qs, ok := e.qstate.Load(id); ok {
-		bd.bounds = qs.(*queryState).boundsOf(bd.key)
+		bd.qs = qs.(*queryState)
+		bd.bounds = bd.qs.boundsOf(bd.key)
 	}
 	duck.BindSetBindData(info, newHandle(bd), deleteHandlePtr)
 	return nil
@@ -208,12 +213,20 @@ func (e *Engine) duckTypes(fields []arrow.Field) ([]duck.LogicalType, error) {
 	return types, nil
 }
 
-// scanGlobal is one scan's snapshot, shared by its threads.
+// scanGlobal is one scan's snapshot, shared by its threads: the buffered
+// chunks and the persisted files of the table in the query's View that
+// may hold rows within its time bounds. Threads take chunks and files one
+// at a time.
 type scanGlobal struct {
 	bind   *bindData
 	proj   []int // output column → table column; -1: none (row id)
 	chunks []buffer.Chunk
+	files  []buffer.PersistedFile
 	next   atomic.Int64
+	// ctx ends with the query: fetches from the object store stop then.
+	ctx context.Context
+	// view is the scan's own View when it was bound outside a query.
+	view *buffer.View
 }
 
 func (g *scanGlobal) destroy() {
@@ -221,6 +234,10 @@ func (g *scanGlobal) destroy() {
 		c.Rec.Release()
 	}
 	g.chunks = nil
+	if g.view != nil {
+		g.view.Release()
+		g.view = nil
+	}
 }
 
 //export apron_scan_init
@@ -239,21 +256,49 @@ func apron_scan_init(p unsafe.Pointer) {
 			g.proj[i] = int(idx)
 		}
 	}
+	g.ctx = context.Background()
 	if _, ok := systemTables[bd.key.Table]; ok && bd.key.Database == SystemSchema {
 		g.chunks = bd.e.systemChunk(bd.key.Table)
 	} else {
-		g.chunks = bd.e.snapshot(bd.key, bd.bounds)
+		view := (*buffer.View)(nil)
+		if bd.qs != nil {
+			view, g.ctx = bd.qs.view, bd.qs.ctx
+		} else {
+			g.view = bd.e.wb.View()
+			view = g.view
+		}
+		g.chunks = bd.e.snapshot(view, bd.key, bd.bounds)
+		g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
-	threads := min(bd.e.threads, len(g.chunks))
+	threads := min(bd.e.threads, len(g.chunks)+len(g.files))
 	duck.InitSetMaxThreads(info, duck.IdxT(max(threads, 1)))
 }
 
-// snapshot returns the table's chunks that may hold rows within b,
-// retained.
-func (e *Engine) snapshot(k buffer.TableKey, b timeBounds) []buffer.Chunk {
+// persistedFiles returns the table's files in the View that may hold rows
+// within b.
+func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.PersistedFile {
+	var out []buffer.PersistedFile
+	for _, ps := range v.Persisted {
+		for _, f := range ps.Files {
+			if f.Database != k.Database || f.Table != k.Table {
+				continue
+			}
+			if f.Rows == 0 || f.MaxTime < b.min || f.MinTime > b.max {
+				e.filesPruned.Add(1)
+				continue
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// snapshot returns the table's buffered chunks in the View that may hold
+// rows within b, retained.
+func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.Chunk {
 	var out []buffer.Chunk
-	for _, s := range e.wb.Segments() {
+	for _, s := range v.Buffered {
 		for _, c := range s.Snapshot(k.Database, k.Table) {
 			if c.Rec.NumRows() == 0 || c.MaxTime < b.min || c.MinTime > b.max {
 				c.Rec.Release()
@@ -269,10 +314,14 @@ func (e *Engine) snapshot(k buffer.TableKey, b timeBounds) []buffer.Chunk {
 
 // scanLocal is one thread's position in a scan.
 type scanLocal struct {
-	g    *scanGlobal
-	cur  *buffer.Chunk
-	off  int
-	rows int
+	g   *scanGlobal
+	cur *buffer.Chunk
+	// file is the persisted file being read, owned its batch from it (cur
+	// points at it then).
+	file  *fileReader
+	owned buffer.Chunk
+	off   int
+	rows  int
 	// Per chunk: the chunk's columns the scan needs, as a schema, DuckDB's
 	// converted form of it, and where each output column comes from: an
 	// index into need, -1 for a column the chunk lacks, -2 for none.
@@ -287,6 +336,11 @@ type scanLocal struct {
 }
 
 func (l *scanLocal) destroy() {
+	l.dropOwned()
+	if l.file != nil {
+		l.file.close()
+		l.file = nil
+	}
 	duck.DestroyArrowConvertedSchema(&l.conv)
 	duck.DestroyDataChunk(&l.nulls)
 }
@@ -314,14 +368,44 @@ func apron_scan_func(p, out unsafe.Pointer) {
 func (l *scanLocal) fill(out duck.DataChunk) error {
 	g := l.g
 	for l.cur == nil || l.off >= l.rows {
+		l.dropOwned()
+		if l.file != nil {
+			c, ok, err := l.file.next()
+			if err != nil {
+				return err
+			}
+			if ok {
+				l.owned = c
+				if err := l.open(&l.owned); err != nil {
+					return err
+				}
+				continue
+			}
+			l.file.close()
+			l.file = nil
+		}
 		i := g.next.Add(1) - 1
-		if i >= int64(len(g.chunks)) {
+		if i < int64(len(g.chunks)) {
+			if err := l.open(&g.chunks[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		j := i - int64(len(g.chunks))
+		if j >= int64(len(g.files)) {
 			duck.DataChunkSetSize(out, 0)
 			return nil
 		}
-		if err := l.open(&g.chunks[i]); err != nil {
+		f, err := g.openFile(g.files[j])
+		if err != nil {
 			return err
 		}
+		if f == nil {
+			g.bind.e.filesPruned.Add(1)
+		} else {
+			g.bind.e.filesScanned.Add(1)
+		}
+		l.file = f
 	}
 	k := min(vectorSize, l.rows-l.off)
 	if len(l.need) > 0 {
@@ -369,6 +453,17 @@ func (l *scanLocal) fill(out duck.DataChunk) error {
 	duck.DataChunkSetSize(out, duck.IdxT(k))
 	l.off += k
 	return nil
+}
+
+// dropOwned releases the batch read last from a persisted file.
+func (l *scanLocal) dropOwned() {
+	if l.owned.Rec != nil {
+		if l.cur == &l.owned {
+			l.cur = nil
+		}
+		l.owned.Rec.Release()
+		l.owned = buffer.Chunk{}
+	}
 }
 
 // open makes c the chunk being read.

@@ -18,6 +18,10 @@ import (
 // Catalog is the one catalog SQL sees, as Flight SQL names it.
 const Catalog = "apron"
 
+// SegmentPersisted is the state system.segments shows for a segment that
+// is only in the object store (no longer in memory).
+const SegmentPersisted = "persisted"
+
 // SystemSchema is the DuckDB schema of the tables that describe the
 // server. The catalog refuses it as a database name.
 const SystemSchema = "system"
@@ -93,7 +97,10 @@ var systemTables = map[string]systemTable{
 		schema: arrow.NewSchema(fields("segment_id", u64, "state", str, "start_time", tsType, "closed_time", tsType,
 			"rows", i64, "bytes", i64, "wal_file", str), nil),
 		build: func(e *Engine, b *array.RecordBuilder) {
-			for _, s := range e.wb.Segments() {
+			// One View: each segment once, buffered or persisted.
+			v := e.wb.View()
+			defer v.Release()
+			for _, s := range v.Buffered {
 				info := s.Info()
 				b.Field(0).(*array.Uint64Builder).Append(info.ID)
 				b.Field(1).(*array.StringBuilder).Append(string(info.State))
@@ -106,6 +113,39 @@ var systemTables = map[string]systemTable{
 				b.Field(4).(*array.Int64Builder).Append(info.Rows)
 				b.Field(5).(*array.Int64Builder).Append(info.Bytes)
 				b.Field(6).(*array.StringBuilder).Append(info.WALFile)
+			}
+			for _, ps := range v.Persisted {
+				var size int64
+				for _, f := range ps.Files {
+					size += f.Size
+				}
+				b.Field(0).(*array.Uint64Builder).Append(ps.ID)
+				b.Field(1).(*array.StringBuilder).Append(SegmentPersisted)
+				b.Field(2).AppendNull()
+				b.Field(3).AppendNull()
+				b.Field(4).(*array.Int64Builder).Append(ps.Rows)
+				b.Field(5).(*array.Int64Builder).Append(size)
+				b.Field(6).AppendNull()
+			}
+		},
+	},
+	"parquet_files": {
+		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "partition", str, "path", str, "uri", str,
+			"size", i64, "rows", i64, "min_time", tsType, "max_time", tsType, "segment_id", u64), nil),
+		build: func(e *Engine, b *array.RecordBuilder) {
+			for _, ps := range e.wb.Persisted() {
+				for _, f := range ps.Files {
+					b.Field(0).(*array.StringBuilder).Append(f.Database)
+					b.Field(1).(*array.StringBuilder).Append(f.Table)
+					b.Field(2).(*array.StringBuilder).Append(f.Partition)
+					b.Field(3).(*array.StringBuilder).Append(f.Path)
+					b.Field(4).(*array.StringBuilder).Append(f.URI)
+					b.Field(5).(*array.Int64Builder).Append(f.Size)
+					b.Field(6).(*array.Int64Builder).Append(f.Rows)
+					b.Field(7).(*array.TimestampBuilder).Append(arrow.Timestamp(f.MinTime))
+					b.Field(8).(*array.TimestampBuilder).Append(arrow.Timestamp(f.MaxTime))
+					b.Field(9).(*array.Uint64Builder).Append(ps.ID)
+				}
 			}
 		},
 	},

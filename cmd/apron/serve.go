@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +34,8 @@ type serveFlags struct {
 	cfg                 buffer.Config
 	queryMemLimit       byteSize
 	queryCfg            query.Config
+	store               storeFlags
+	cacheSize           byteSize
 }
 
 func parseServeFlags(args []string) (*serveFlags, error) {
@@ -52,6 +55,11 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.Var(&f.queryMemLimit, "query-memory-limit", "DuckDB's memory limit for queries, e.g. 4GiB; 0 leaves DuckDB's default (80% of RAM)")
 	fs.IntVar(&f.queryCfg.Threads, "query-threads", f.queryCfg.Threads, "DuckDB worker threads; 0 = one per core")
 	fs.IntVar(&f.queryCfg.MaxConcurrent, "max-concurrent-queries", f.queryCfg.MaxConcurrent, "most SQL statements running at once; more wait up to 5s, then get RESOURCE_EXHAUSTED")
+	f.store.register(fs)
+	fs.StringVar(&f.queryCfg.CacheDir, "cache-dir", "", "local copies of persisted Parquet files fetched from the object store; default <data-dir>/cache")
+	f.cacheSize = byteSize(f.queryCfg.CacheSize)
+	fs.Var(&f.cacheSize, "cache-size", "most bytes of Parquet files kept in --cache-dir, least recently used out first, e.g. 10GiB")
+	fs.IntVar(&f.cfg.PersistConcurrency, "persist-concurrency", f.cfg.PersistConcurrency, "Parquet files of a closed segment written and uploaded at once")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:8083", "address of the HTTP /metrics endpoint (Prometheus); empty to disable")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -66,6 +74,10 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		return nil, err
 	}
 	f.cfg.MemLimit = int64(f.memLimit)
+	f.queryCfg.CacheSize = int64(f.cacheSize)
+	if f.queryCfg.CacheDir == "" {
+		f.queryCfg.CacheDir = filepath.Join(f.cfg.DataDir, "cache")
+	}
 	f.queryCfg.MemoryLimit = int64(f.queryMemLimit)
 	if err := f.queryCfg.Validate(); err != nil {
 		return nil, err
@@ -114,6 +126,17 @@ func serve(args []string) error {
 	f.cfg.Registerer = reg
 
 	start := time.Now()
+	store, err := f.store.open(context.Background(), f.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+		f.cfg.Store = store
+		// Persisted segments leave memory: SQL and plain Flight read their
+		// Parquet files.
+		f.cfg.ReleasePersisted = true
+	}
 	wb, err := buffer.Open(f.cfg)
 	if err != nil {
 		return err

@@ -1,0 +1,237 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/apron-db/apron/buffer"
+)
+
+// parquetBatchRows is how many rows a persisted file is decoded at a time;
+// the scan then hands DuckDB vectorSize rows of a batch per call.
+const parquetBatchRows = 8 << 10
+
+// fileReader is one scan thread's open persisted file: the row groups of
+// it that may hold rows within the scan's time bounds, decoded a batch at
+// a time into records of the table's declared types, ready to be read
+// like buffered chunks.
+type fileReader struct {
+	g       *scanGlobal
+	f       buffer.PersistedFile
+	unpin   func()
+	pf      *file.Reader
+	rr      pqarrow.RecordReader
+	fields  []arrow.Field // of the records handed out: declared names and types
+	counts  []int64       // with no column wanted: rows of the row groups left
+	scratch context.Context
+}
+
+// openFile opens f for the scan, or returns nil when none of its row
+// groups can match.
+func (g *scanGlobal) openFile(f buffer.PersistedFile) (_ *fileReader, err error) {
+	e := g.bind.e
+	if e.cache == nil {
+		return nil, fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
+	}
+	path, unpin, err := e.cache.acquire(g.ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	r := &fileReader{g: g, f: f, unpin: unpin, scratch: compute.WithAllocator(g.ctx, e.wb.Allocator())}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	mem := e.wb.Allocator()
+	if r.pf, err = file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem))); err != nil {
+		return nil, fmt.Errorf("opening %s: %w", f.Path, err)
+	}
+	md := r.pf.MetaData()
+
+	// Row groups whose time statistics cannot match are skipped.
+	b := g.bind.bounds
+	timeCol := md.Schema.ColumnIndexByName(buffer.TimeColumn)
+	var groups []int
+	for i := range md.NumRowGroups() {
+		rg := md.RowGroup(i)
+		if rg.NumRows() == 0 {
+			continue
+		}
+		if timeCol >= 0 && b != allTime {
+			if lo, hi, ok := int64MinMax(rg, timeCol); ok && (hi < b.min || lo > b.max) {
+				e.rowGroupsPruned.Add(1)
+				continue
+			}
+		}
+		groups = append(groups, i)
+	}
+	e.rowGroupsScanned.Add(int64(len(groups)))
+	if len(groups) == 0 {
+		r.close()
+		return nil, nil
+	}
+
+	// The wanted columns the file has, in the order of the table; strings
+	// read as dictionaries, as the buffer has them (Parquet stores them
+	// dictionary-encoded: the indices are taken over, not the values
+	// hashed again).
+	var cols []int
+	var props pqarrow.ArrowReadProperties
+	props.BatchSize = parquetBatchRows
+	seen := map[int]bool{}
+	for _, tc := range g.proj {
+		if tc < 0 || seen[tc] {
+			continue
+		}
+		seen[tc] = true
+		want := g.bind.fields[tc]
+		leaf := md.Schema.ColumnIndexByName(want.Name)
+		if leaf < 0 {
+			continue // the file predates the column: NULLs
+		}
+		if want.Type.ID() == arrow.DICTIONARY {
+			props.SetReadDict(leaf, true)
+		}
+		cols = append(cols, leaf)
+		r.fields = append(r.fields, arrow.Field{Name: want.Name, Type: want.Type, Nullable: true})
+	}
+	if len(cols) == 0 {
+		for _, i := range groups {
+			r.counts = append(r.counts, md.RowGroup(i).NumRows())
+		}
+		return r, nil
+	}
+	fr, err := pqarrow.NewFileReader(r.pf, props, mem)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.Path, err)
+	}
+	if r.rr, err = fr.GetRecordReader(g.ctx, cols, groups); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.Path, err)
+	}
+	return r, nil
+}
+
+// int64MinMax returns the min and max statistics of an INT64 column chunk.
+func int64MinMax(rg *metadata.RowGroupMetaData, col int) (lo, hi int64, ok bool) {
+	cc, err := rg.ColumnChunk(col)
+	if err != nil {
+		return 0, 0, false
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil || !st.HasMinMax() {
+		return 0, 0, false
+	}
+	s, ok := st.(*metadata.Int64Statistics)
+	if !ok {
+		return 0, 0, false
+	}
+	return s.Min(), s.Max(), true
+}
+
+// next returns the next batch as a chunk (retained: the caller releases
+// its Rec), or false at the end of the file.
+func (r *fileReader) next() (buffer.Chunk, bool, error) {
+	mem := r.g.bind.e.wb.Allocator()
+	if r.rr == nil {
+		if len(r.counts) == 0 {
+			return buffer.Chunk{}, false, nil
+		}
+		n := r.counts[0]
+		r.counts = r.counts[1:]
+		return buffer.Chunk{Rec: array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, n)}, true, nil
+	}
+	for r.rr.Next() {
+		rec := r.rr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		cols := make([]arrow.Array, len(r.fields))
+		for i, f := range r.fields {
+			c, err := convertArray(r.scratch, rec.Column(i), f.Type, mem)
+			if err != nil {
+				for _, c := range cols[:i] {
+					c.Release()
+				}
+				return buffer.Chunk{}, false, fmt.Errorf("reading %s: column %q: %w", r.f.Path, f.Name, err)
+			}
+			cols[i] = c
+		}
+		out := array.NewRecordBatch(arrow.NewSchema(r.fields, nil), cols, rec.NumRows())
+		for _, c := range cols {
+			c.Release()
+		}
+		return buffer.Chunk{Rec: out}, true, nil
+	}
+	if err := r.rr.Err(); err != nil {
+		return buffer.Chunk{}, false, fmt.Errorf("reading %s: %w", r.f.Path, err)
+	}
+	return buffer.Chunk{}, false, nil
+}
+
+func (r *fileReader) close() {
+	if r.rr != nil {
+		r.rr.Release()
+		r.rr = nil
+	}
+	if r.pf != nil {
+		r.pf.Close()
+		r.pf = nil
+	}
+	if r.unpin != nil {
+		r.unpin()
+		r.unpin = nil
+	}
+}
+
+// convertArray returns a as type want, retained: as is when it already
+// is, re-typed without copying when only the type's metadata differs
+// (a timestamp's zone), strings dictionary-encoded, else cast.
+func convertArray(ctx context.Context, a arrow.Array, want arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
+	have := a.DataType()
+	if arrow.TypeEqual(have, want) {
+		a.Retain()
+		return a, nil
+	}
+	if hw, ok := have.(arrow.FixedWidthDataType); ok && have.ID() == want.ID() {
+		if ww, ok := want.(arrow.FixedWidthDataType); ok && hw.BitWidth() == ww.BitWidth() {
+			d := a.Data()
+			nd := array.NewData(want, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+			defer nd.Release()
+			return array.MakeFromData(nd), nil
+		}
+	}
+	if wd, ok := want.(*arrow.DictionaryType); ok && (have.ID() == arrow.STRING || have.ID() == arrow.LARGE_STRING) {
+		b := array.NewDictionaryBuilder(mem, wd)
+		defer b.Release()
+		if err := b.AppendArray(a); err != nil {
+			return nil, err
+		}
+		return b.NewArray(), nil
+	}
+	if hd, ok := have.(*arrow.DictionaryType); ok {
+		// Decode, then encode as wanted.
+		plain, err := compute.CastArray(ctx, a, compute.SafeCastOptions(hd.ValueType))
+		if err != nil {
+			return nil, fmt.Errorf("%s as %s: %w", have, want, err)
+		}
+		defer plain.Release()
+		return convertArray(ctx, plain, want, mem)
+	}
+	out, err := compute.CastArray(ctx, a, compute.SafeCastOptions(want))
+	if err != nil {
+		return nil, fmt.Errorf("%s as %s: %w", have, want, err)
+	}
+	return out, nil
+}
