@@ -57,6 +57,10 @@ type PersistedSegment struct {
 	LastSequence  uint64          `json:"last_sequence"`
 	Rows          int64           `json:"rows"`
 	Files         []PersistedFile `json:"files"`
+	// WriterID names the data dir that persisted the segment (its
+	// writer-id file); startup refuses to delete a WAL file of a segment id
+	// that another data dir persisted.
+	WriterID string `json:"writer_id,omitempty"`
 }
 
 type segmentFile struct {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +31,9 @@ import (
 type persistState struct {
 	store  objstore.Store
 	tmpDir string // <data-dir>/persist: Parquet files being written
+	// writerID names this data dir in the segment files it persists, so
+	// that startup can tell its own segments from another server's.
+	writerID string
 	// catVersion is the newest catalog version in the store; the persister's
 	// (and Open's) alone.
 	catVersion uint64
@@ -50,6 +56,11 @@ func (b *WriteBuffer) openStore() error {
 		return nil
 	}
 	b.persist.store = b.cfg.Store
+	id, err := writerID(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	b.persist.writerID = id
 	b.persist.tmpDir = filepath.Join(b.cfg.DataDir, "persist")
 	if err := os.RemoveAll(b.persist.tmpDir); err != nil {
 		return fmt.Errorf("buffer: clearing %s: %w", b.persist.tmpDir, err)
@@ -210,14 +221,20 @@ func (b *WriteBuffer) removePersistedWAL(segs []PersistedSegment) error {
 	if err != nil {
 		return fmt.Errorf("buffer: %w", err)
 	}
-	persisted := map[uint64]bool{}
-	for _, s := range segs {
-		persisted[s.ID] = true
+	persisted := map[uint64]*PersistedSegment{}
+	for i := range segs {
+		persisted[segs[i].ID] = &segs[i]
 	}
 	removed := 0
 	for _, id := range ids {
-		if !persisted[id] {
+		if persisted[id] == nil {
 			continue
+		}
+		if w := persisted[id].WriterID; w != "" && w != b.persist.writerID {
+			// Another server persisted a segment of this id: its WAL file
+			// here holds rows of ours that the store does not have.
+			return fmt.Errorf("buffer: segment %d is in the object store as persisted by data dir %s, but this data dir (%s) has an unpersisted WAL file %s for the same segment id: two servers share one object store location; refusing to delete the WAL file. Give each server its own --gcs-prefix or bucket, then restart",
+				id, w, b.persist.writerID, walFileName(b.walDir, id))
 		}
 		if err := b.cfg.WALFS.Remove(walFileName(b.walDir, id)); err != nil {
 			return fmt.Errorf("buffer: removing WAL file of persisted segment %d: %w", id, err)
@@ -502,7 +519,8 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 
 	// 3. The segment file: the commit point.
 	b.mu.Lock()
-	ps := PersistedSegment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files}
+	ps := PersistedSegment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files,
+		WriterID: b.persist.writerID}
 	b.mu.Unlock()
 	for _, f := range files {
 		ps.Rows += f.Rows
@@ -798,4 +816,30 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// writerID returns the id of the data dir, made at its first use with
+// persistence: <data-dir>/writer-id, 16 random bytes in hex.
+func writerID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "writer-id")
+	data, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(data))
+		if len(id) != 32 {
+			return "", fmt.Errorf("buffer: %s holds %q, not a writer id (32 hex digits)", path, id)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("buffer: reading %s: %w", path, err)
+	}
+	var raw [16]byte
+	if _, err := crand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw[:])
+	if err := writeFileAtomic(path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("buffer: writing %s: %w", path, err)
+	}
+	return id, nil
 }

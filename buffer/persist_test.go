@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -518,4 +519,45 @@ func TestSegmentFileNames(t *testing.T) {
 	}
 	_ = sort.Strings
 	_ = arrow.PrimitiveTypes.Int64
+}
+
+// TestSharedStoreRefused: a data dir whose unpersisted WAL file has the id
+// of a segment another data dir persisted to the same store must not
+// delete it (its rows are nowhere else): startup fails, naming the cause.
+func TestSharedStoreRefused(t *testing.T) {
+	store := objstore.NewMemory()
+	dirA, dirB := t.TempDir(), t.TempDir()
+	open := func(dir string) *WriteBuffer {
+		cfg := testConfig(t, memory.NewGoAllocator())
+		cfg.DataDir = dir
+		cfg.Store = store
+		return openBuffer(t, cfg)
+	}
+	a := open(dirA)
+	write(t, a, "cpu", cpuSchema, genRows(t0.UnixNano(), 10, 1)) // segment 1 of A, in A's WAL
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// B, on its own data dir but the same store, persists its segment 1.
+	b := open(dirB)
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+100, 10, 1))
+	b.mu.Lock()
+	err := b.rollLocked(time.Now(), "test")
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "segment persisted", func() bool { return len(b.Persisted()) > 0 })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, memory.NewGoAllocator())
+	cfg.DataDir, cfg.Store = dirA, store
+	_, err = Open(cfg)
+	if err == nil || !strings.Contains(err.Error(), "two servers share one object store location") {
+		t.Fatalf("reopening A: %v, want a refusal naming two servers sharing the store", err)
+	}
+	if _, serr := os.Stat(walFileName(filepath.Join(dirA, "wal"), 1)); serr != nil {
+		t.Fatalf("A's WAL file of segment 1 is gone: %v", serr)
+	}
 }

@@ -256,4 +256,3 @@ func scrapeCounter(tb testing.TB, addr, name string) float64 {
 	tb.Fatalf("metric %s not found at %s", name, addr)
 	return 0
 }
-

@@ -365,7 +365,9 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 		switch typ {
 		case "TIMESTAMP_NS", "VARCHAR":
 			g = 0
-		case "TIMESTAMP":
+		case "TIMESTAMP", "TIMESTAMP WITH TIME ZONE":
+			// (A zoned time compares as its UTC instant; the server's
+			// TimeZone is UTC, so the cast to TIMESTAMP_NS above is too.)
 			g = 1e3
 		case "TIMESTAMP_MS":
 			g = 1e6

@@ -187,3 +187,28 @@ func TestCatalogQualifiedNames(t *testing.T) {
 	equalRows(t, "apron.system.tables", v.query("SELECT count(*) FROM apron.system.tables", ""), []string{"1"})
 	equalRows(t, "current database", v.query(`SELECT count(*) FROM "apron"."db"."cpu" JOIN cpu USING (time)`, "db"), []string{"3"})
 }
+
+func TestNowPrunes(t *testing.T) {
+	v := cpuEnv(t)
+	now := time.Now().UnixNano()
+	// Three days, so three partitions: two far in the past, one recent.
+	for _, ts := range []int64{now - int64(48*time.Hour), now - int64(24*time.Hour), now - int64(time.Minute)} {
+		v.write("db", "p", batch(v.mem, col{"time", tsNs, []any{ts}}, col{"v", arrow.PrimitiveTypes.Int64, []any{int64(1)}}))
+	}
+	before := v.e.Stats().ChunksPruned
+	for _, q := range []string{
+		"SELECT count(*) FROM db.p WHERE time > now() - INTERVAL 5 MINUTE",
+		"SELECT count(*) FROM db.p WHERE time > current_timestamp - INTERVAL 5 MINUTE",
+	} {
+		rows, _, err := collect(v.e.Query(context.Background(), q, ""))
+		if err != nil && !errors.Is(err, ErrSyntax) {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if err == nil {
+			equalRows(t, q, rows, []string{"1"})
+		}
+	}
+	if v.e.Stats().ChunksPruned == before {
+		t.Fatal("a now()-relative bound pruned nothing")
+	}
+}
