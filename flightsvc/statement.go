@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -187,6 +188,39 @@ func (s *SQLServer) DoPutCommandStatementUpdate(ctx context.Context, cmd flights
 // clients default to 4 MiB, the ADBC Flight SQL driver to 16 MiB.
 const maxChunkBytes = 2 << 20
 
+// coalesceRows bounds the rows of one streamed batch gathered from smaller
+// ones.
+const coalesceRows = 64 << 10
+
+// concatBatches joins batches of one schema into one.
+func concatBatches(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	ncols := int(recs[0].NumCols())
+	cols := make([]arrow.Array, ncols)
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for i := range ncols {
+		for j, r := range recs {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(recs[0].Schema(), cols, rows), nil
+}
+
 // stream sends the batches of rdr as DuckDB produces them, each cut to at
 // most maxChunkBytes. The channel is unbuffered: a batch is read from
 // DuckDB only once the previous one was taken, so a slow client slows the
@@ -215,25 +249,69 @@ func (s *SQLServer) stream(ctx context.Context, rdr array.RecordReader, done fun
 				send(flight.StreamChunk{Err: statusOf(fmt.Errorf("internal error streaming the result: %v", r))})
 			}
 		}()
+		// DuckDB hands out 2048-row chunks; a gRPC message each costs more
+		// than the rows in it. Small batches are gathered up to
+		// maxChunkBytes (or coalesceRows) and sent as one.
+		var (
+			pending      []arrow.RecordBatch
+			pendingRows  int64
+			pendingBytes int64
+		)
+		defer func() {
+			for _, r := range pending {
+				r.Release()
+			}
+		}()
+		flush := func() bool {
+			if len(pending) == 0 {
+				return true
+			}
+			var out arrow.RecordBatch
+			if len(pending) == 1 {
+				out = pending[0]
+			} else {
+				var err error
+				out, err = concatBatches(s.mem, pending)
+				for _, r := range pending {
+					r.Release()
+				}
+				if err != nil {
+					pending = nil
+					send(flight.StreamChunk{Err: statusOf(fmt.Errorf("gathering result batches: %w", err))})
+					return false
+				}
+			}
+			pending, pendingRows, pendingBytes = pending[:0], 0, 0
+			return send(flight.StreamChunk{Data: out})
+		}
 		for rdr.Next() {
 			rec := rdr.RecordBatch()
 			n := rec.NumRows()
-			step := n
-			if size := util.TotalRecordSize(rec); size > maxChunkBytes && n > 1 {
-				step = max(1, n*maxChunkBytes/size)
-			}
-			for off := int64(0); off < n; off += step {
-				var part arrow.RecordBatch
-				if off == 0 && step >= n {
-					rec.Retain()
-					part = rec
-				} else {
-					part = rec.NewSlice(off, min(off+step, n))
+			size := util.TotalRecordSize(rec)
+			if size <= maxChunkBytes {
+				if pendingBytes+size > maxChunkBytes || pendingRows+n > coalesceRows {
+					if !flush() {
+						return
+					}
 				}
-				if !send(flight.StreamChunk{Data: part}) {
+				rec.Retain()
+				pending = append(pending, rec)
+				pendingRows += n
+				pendingBytes += size
+				continue
+			}
+			if !flush() {
+				return
+			}
+			step := max(1, n*maxChunkBytes/size)
+			for off := int64(0); off < n; off += step {
+				if !send(flight.StreamChunk{Data: rec.NewSlice(off, min(off+step, n))}) {
 					return
 				}
 			}
+		}
+		if rdr.Err() == nil && !flush() {
+			return
 		}
 		if err := rdr.Err(); err != nil {
 			send(flight.StreamChunk{Err: statusOf(err)})

@@ -40,19 +40,21 @@ func wideBatch(mem memory.Allocator, n, width int) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-// TestStreamChunks: batches bigger than maxChunkBytes are cut, every row
-// arrives once, and nothing leaks, also when the consumer goes away.
+// TestStreamChunks: batches bigger than maxChunkBytes are cut, small ones
+// are gathered into one, every row arrives once, and nothing leaks, also
+// when the consumer goes away.
 func TestStreamChunks(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		rows      int
 		width     int
 		cancelAt  int // stop reading after this many chunks (0: read all)
-		wantParts int
+		wantParts int // of the two batches together
 	}{
 		{"small", 100, 10, 0, 1},
-		{"wide", 2048, 4096, 0, 5},
+		{"wide", 2048, 4096, 0, 10},
 		{"cancelled", 2048, 4096, 2, 0},
+		{"many_small", coalesceRows / 2, 8, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -99,7 +101,7 @@ func TestStreamChunks(t *testing.T) {
 			if rows != int64(2*tc.rows) {
 				t.Errorf("streamed %d rows, want %d", rows, 2*tc.rows)
 			}
-			if want := 2 * tc.wantParts; parts != want {
+			if want := tc.wantParts; parts != want {
 				t.Errorf("streamed %d chunks, want %d", parts, want)
 			}
 		})
