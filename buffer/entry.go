@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -24,14 +25,32 @@ type encodedBatch struct {
 	buf []byte // headroom + IPC stream
 }
 
+// encodePool recycles the buffers of WAL entries: a 64k-row batch takes
+// megabytes, and a new buffer would be zeroed by the runtime each time.
+var encodePool sync.Pool // of *[]byte
+
+// release returns e's buffer to the pool once the WAL is done with it.
+func (e encodedBatch) release() {
+	if e.buf != nil {
+		b := e.buf[:0]
+		encodePool.Put(&b)
+	}
+}
+
 // encodeBatch writes rec as an Arrow IPC stream (schema, dictionaries, the
 // batch, end of stream) after entryHeadroom+len(db)+len(table) free bytes.
 func encodeBatch(db, table string, rec arrow.RecordBatch, mem memory.Allocator) (encodedBatch, error) {
 	head := entryHeadroom + len(db) + len(table)
-	var w bytes.Buffer
-	w.Grow(head + int(estimateIPC(rec)))
+	need := head + int(estimateIPC(rec))
+	var buf []byte
+	if p, ok := encodePool.Get().(*[]byte); ok && cap(*p) >= need {
+		buf = (*p)[:0]
+	} else {
+		buf = make([]byte, 0, need)
+	}
+	w := bytes.NewBuffer(buf)
 	w.Write(make([]byte, head))
-	iw := ipc.NewWriter(&w, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+	iw := ipc.NewWriter(w, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
 	if err := iw.Write(rec); err != nil {
 		return encodedBatch{}, fmt.Errorf("buffer: encoding batch for the WAL: %w", err)
 	}

@@ -159,6 +159,7 @@ type PendingWrite struct {
 	start   time.Time
 	key     TableKey
 	nb      *batch
+	enc     encodedBatch // the WAL payload's buffer, recycled once written
 	seg     *Segment
 	wal     *wal.Pending
 	durable bool // the WAL record was already waited for
@@ -178,9 +179,12 @@ func (p *PendingWrite) wait() (WriteResult, error) {
 	defer p.nb.release()
 	if !p.durable {
 		if err := p.wal.Wait(); err != nil {
+			p.enc.release()
 			return WriteResult{}, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, p.key.Database, p.key.Table, err)
 		}
 	}
+	// The WAL has written the payload: its buffer may serve the next write.
+	p.enc.release()
 	if _, err := p.seg.append(p.key, p.nb); err != nil {
 		// The record is durable but its rows could not be buffered: a bug,
 		// not bad input (the catalog accepted the batch). Replay would
@@ -223,6 +227,11 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if !keep {
+			enc.release()
+		}
+	}()
 	rows := int64(nb.rows())
 
 	b.mu.Lock()
@@ -252,7 +261,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	b.mu.seq = seq
 	seg := b.mu.open
 	seg.noteSequence(seq)
-	p := &PendingWrite{b: b, key: TableKey{db, table}, nb: nb, seg: seg, wal: walPending,
+	p := &PendingWrite{b: b, key: TableKey{db, table}, nb: nb, enc: enc, seg: seg, wal: walPending,
 		res: WriteResult{Rows: rows, Sequence: seq, Segment: seg.id}}
 	if ch != nil {
 		// A catalog change is applied only once its record is durable, and
