@@ -370,7 +370,9 @@ func (b *WriteBuffer) loop() {
 	}
 }
 
-// Segments returns every buffered segment, closed ones first, in id order.
+// Segments returns every buffered segment, closed ones first, in id order,
+// for tests and metrics. A reader of rows must take a View instead: with
+// ReleasePersisted, a listed segment may be released under it.
 func (b *WriteBuffer) Segments() []*Segment {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -379,7 +381,8 @@ func (b *WriteBuffer) Segments() []*Segment {
 	return append(out, b.mu.open)
 }
 
-// Segment returns the buffered segment with that id.
+// Segment returns the buffered segment with that id; like Segments, not
+// for readers of rows.
 func (b *WriteBuffer) Segment(id uint64) (*Segment, bool) {
 	for _, s := range b.Segments() {
 		if s.id == id {
