@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -58,13 +59,30 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*bat
 		cols[i] = timeArr
 	}
 	defer timeArr.Release()
+	// Each string column is hashed on its own goroutine: hashing is most
+	// of a write's CPU, and the columns share nothing.
+	var strs []int
 	for i, f := range fields {
 		if id := f.Type.ID(); id == arrow.STRING || id == arrow.LARGE_STRING {
-			dict := encodeStrings(cols[i])
-			defer dict.Release()
-			cols[i] = dict
-			fields[i] = arrow.Field{Name: f.Name, Type: dict.DataType(), Nullable: f.Nullable}
+			strs = append(strs, i)
 		}
+	}
+	dicts := make([]arrow.Array, len(strs))
+	if len(strs) > 1 && rec.NumRows() >= parallelEncodeRows {
+		var wg sync.WaitGroup
+		for j, i := range strs {
+			wg.Go(func() { dicts[j] = encodeStrings(cols[i]) })
+		}
+		wg.Wait()
+	} else {
+		for j, i := range strs {
+			dicts[j] = encodeStrings(cols[i])
+		}
+	}
+	for j, i := range strs {
+		defer dicts[j].Release()
+		cols[i] = dicts[j]
+		fields[i] = arrow.Field{Name: fields[i].Name, Type: dicts[j].DataType(), Nullable: fields[i].Nullable}
 	}
 	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 	b := &batch{rec: out, logical: make([]arrow.DataType, len(fields)), times: valuesOf[int64](timeArr)}
@@ -123,6 +141,10 @@ func toNanos(arr arrow.Array) (arrow.Array, error) {
 	defer data.Release()
 	return array.MakeFromData(data), nil
 }
+
+// parallelEncodeRows is the batch size from which string columns are
+// encoded in parallel: below it, starting goroutines costs more.
+const parallelEncodeRows = 16 << 10
 
 // encodeStrings dictionary-encodes a utf8 or large utf8 column. Hashing
 // each string once here, before the WAL, makes the WAL record smaller
