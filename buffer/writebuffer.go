@@ -28,6 +28,7 @@ type WriteBuffer struct {
 	catPath string
 	walDir  string
 	metrics *metrics
+	lock    *dirLock
 	// maxSegID is the largest segment id found at startup, also of WAL
 	// files removed for being empty.
 	maxSegID uint64
@@ -83,6 +84,21 @@ func Open(cfg Config) (*WriteBuffer, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("buffer: creating data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := openLocked(cfg)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	b.lock = lock
+	return b, nil
+}
+
+// openLocked is Open once the data dir is locked.
+func openLocked(cfg Config) (*WriteBuffer, error) {
 	b := &WriteBuffer{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -424,5 +440,8 @@ func (b *WriteBuffer) Close() error {
 		s.release()
 	}
 	b.metrics.unregister()
+	if err := b.lock.release(); err != nil {
+		errs = append(errs, fmt.Errorf("buffer: unlocking the data dir: %w", err))
+	}
 	return errors.Join(errs...)
 }

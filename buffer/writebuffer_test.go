@@ -302,3 +302,21 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 		}
 	}
 }
+
+// TestDataDirLocked: a second buffer on the same data dir is refused (two
+// writers would corrupt the WAL) until the first is closed.
+func TestDataDirLocked(t *testing.T) {
+	cfg := testConfig(t, memory.NewGoAllocator())
+	a := openBuffer(t, cfg)
+	_, err := Open(cfg)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("second Open: %v, want ErrLocked naming --data-dir", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := openBuffer(t, cfg)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
