@@ -14,6 +14,13 @@ type metrics struct {
 	rows       prometheus.Counter
 	writeTime  prometheus.Histogram
 	rollovers  prometheus.Counter
+
+	persistedSegments prometheus.Counter
+	persistedRows     prometheus.Counter
+	persistedBytes    prometheus.Counter
+	persistedFiles    prometheus.Counter
+	persistFailures   prometheus.Counter
+	persistTime       prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
@@ -33,6 +40,25 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 			Name: "apron_buffer_rollovers_total", Help: "Segments closed.",
 		}),
 	}
+	m.persistedSegments = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_persist_segments_total", Help: "Segments persisted to the object store.",
+	})
+	m.persistedRows = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_persist_rows_total", Help: "Rows persisted to the object store.",
+	})
+	m.persistedBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_persist_bytes_total", Help: "Bytes of Parquet files persisted.",
+	})
+	m.persistedFiles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_persist_files_total", Help: "Parquet files persisted.",
+	})
+	m.persistFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_persist_failures_total", Help: "Failed attempts of a persist step (each is retried).",
+	})
+	m.persistTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "apron_persist_duration_seconds", Help: "Time to persist one closed segment, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	})
 	bytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "apron_buffer_bytes", Help: "Bytes held by buffered segments, open and closed.",
 	}, func() float64 {
@@ -50,7 +76,8 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		defer b.mu.Unlock()
 		return float64(len(b.mu.closed) + 1)
 	})
-	m.collectors = []prometheus.Collector{m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs}
+	m.collectors = []prometheus.Collector{m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
+		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.MustRegister(c)
@@ -84,4 +111,12 @@ func (m *metrics) unregister() {
 	for _, c := range m.collectors {
 		m.reg.Unregister(c)
 	}
+}
+
+func (m *metrics) persisted(rows, bytes int64, files int, d time.Duration) {
+	m.persistedSegments.Inc()
+	m.persistedRows.Add(float64(rows))
+	m.persistedBytes.Add(float64(bytes))
+	m.persistedFiles.Add(float64(files))
+	m.persistTime.Observe(d.Seconds())
 }

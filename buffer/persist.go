@@ -379,6 +379,9 @@ func (b *WriteBuffer) notePersistFailure(what string, attempt int, err error) {
 	}
 	b.persist.failures++
 	b.persist.lastErr = fmt.Errorf("%s (attempt %d): %w", what, attempt, err)
+	if b.metrics != nil { // nil while Open loads the store
+		b.metrics.persistFailures.Inc()
+	}
 }
 
 func (b *WriteBuffer) notePersistOK() {
@@ -553,8 +556,13 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		return err
 	}
 	b.notePersistOK()
+	var size int64
+	for _, f := range files {
+		size += f.Size
+	}
+	b.metrics.persisted(ps.Rows, size, len(files), time.Since(start))
 	b.log.Info("segment persisted", "segment", seg.id, "files", len(files), "rows", ps.Rows,
-		"catalog_version", catVersion, "duration", time.Since(start))
+		"bytes", size, "catalog_version", catVersion, "duration", time.Since(start))
 	if b.cfg.ReleasePersisted {
 		b.dropSegment(seg)
 	}
