@@ -64,19 +64,29 @@
 // re-typed or cast. A query that needs no column (count(*)) reads only the
 // row counts of the footer.
 //
-// Why pqarrow and not DuckDB's read_parquet, although read_parquet is
-// native and several times faster (see BenchmarkPersistedQuery): the
-// buffered snapshot and the file list must come from one View, atomically,
-// per query, and every scan of the query must agree on it. apron_scan
-// gets that for free through per-connection state; read_parquet would need
-// the file list spliced into each query (views are shared across
-// connections and bound by DuckDB, and a table function's arguments are
-// fixed at bind), a union by name between the two sources with the view's
-// column types kept stable, its own handling of tables with no file, and
-// external access opened (allowed_directories at open) to the cache
-// directory, with the files of a running query pinned in the cache while
-// DuckDB opens them lazily. It is the way to close the speed gap, as a
-// next step.
+// Reading with DuckDB's read_parquet (native.go). Each table's view is
+// in fact
+//
+//	SELECT * FROM apron_scan('db', 'table', ncols)
+//	UNION ALL SELECT * FROM temp.main.apron_files_<id>()
+//
+// where apron_files_<id> is a TEMP table macro, private to each
+// connection. Before a query is bound, on its connection, the macro of
+// each table the statement names (as the time-bounds parser finds them)
+// is set from the query's View: a read_parquet over the table's files
+// that can match the query's bounds (file [MinTime, MaxTime] and row-group
+// statistics read from the footer), fetched into the cache and pinned
+// until the query ends, each column cast to the view's type (NULL for the
+// columns a file predates; one read_parquet per set of columns). Every
+// other macro is an empty SELECT of the view's types. apron_scan skips the
+// persisted files of exactly the tables whose macro reads them
+// (queryState.native), so each row is read once; when the statement is not
+// understood (a table function in FROM, a name the parser does not
+// resolve, a path DuckDB may not read) the scan reads the files as above.
+// DuckDB may read only the cache directory and a local store's directory
+// (allowed_directories, set before enable_external_access is turned off
+// at Open). Views and macros are kept consistent by a lock held from
+// setting the macros until the statement is bound.
 //
 // # File cache
 //

@@ -120,6 +120,11 @@ type Engine struct {
 	filesPruned      atomic.Int64
 	rowGroupsScanned atomic.Int64
 	rowGroupsPruned  atomic.Int64
+
+	// nativeDirs are the directories DuckDB may read persisted files in
+	// (see native.go); footers caches the files' footers.
+	nativeDirs []string
+	footers    footerCache
 }
 
 // conn is one pooled DuckDB connection.
@@ -128,6 +133,8 @@ type conn struct {
 	id     uint64
 	schema string // the database unqualified names resolve in now
 	sql    string // the statement prepared last, for system.queries
+	// macros is the body of each file macro on this connection.
+	macros map[string]string
 }
 
 // Open starts an engine over wb.
@@ -174,9 +181,9 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	}
 	defer duck.DestroyConfig(&dcfg)
 	settings := [][2]string{
-		// Queries read Apron's tables only: no files, no network, no
-		// extension downloads.
-		{"enable_external_access", "false"},
+		// Queries read Apron's tables only: no network, no extension
+		// downloads; files only in the cache (external access is turned
+		// off once the allowed directories are set, below).
 		{"autoinstall_known_extensions", "false"},
 		{"autoload_known_extensions", "false"},
 	}
@@ -198,6 +205,21 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	if duck.Connect(e.db, &e.conv) == duck.StateError {
 		duck.Close(&e.db)
 		return nil, errors.New("query: connecting to DuckDB failed")
+	}
+	e.nativeDirs = e.allowedDirs()
+	if len(e.nativeDirs) > 0 {
+		lits := make([]string, len(e.nativeDirs))
+		for i, d := range e.nativeDirs {
+			lits[i] = quoteLiteral(d)
+		}
+		if err := exec(e.conv, "SET GLOBAL allowed_directories = ["+strings.Join(lits, ", ")+"]"); err != nil {
+			e.closeDuckDB()
+			return nil, fmt.Errorf("query: DuckDB allowed_directories: %w", err)
+		}
+	}
+	if err := exec(e.conv, "SET GLOBAL enable_external_access = false"); err != nil {
+		e.closeDuckDB()
+		return nil, fmt.Errorf("query: DuckDB enable_external_access: %w", err)
 	}
 	if err := e.registerScan(); err != nil {
 		e.closeDuckDB()
@@ -434,8 +456,15 @@ func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatemen
 	if !readOnlyStatement.MatchString(sql) {
 		return stmt, errUnsupported
 	}
-	e.prepareState(c, sql)
+	qs, refs := e.prepareState(c, sql)
 	c.sql = sql
+	// The views and the connection's file macros stay as set until the
+	// statement is bound.
+	e.views.bindMu.RLock()
+	defer e.views.bindMu.RUnlock()
+	if err := e.setFiles(c, qs, refs); err != nil {
+		return stmt, err
+	}
 	if duck.PrepareExtractedStatement(c.c, ext, 0, &stmt) == duck.StateError {
 		err := classify(duck.PrepareError(stmt))
 		duck.DestroyPrepare(&stmt)

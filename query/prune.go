@@ -31,11 +31,20 @@ type queryState struct {
 	view   *buffer.View
 	ctx    context.Context
 	cancel context.CancelFunc
+	// native holds the tables whose persisted files the query reads with
+	// read_parquet (through its file macro): apron_scan skips them.
+	native map[buffer.TableKey]bool
+	// unpins release the files the macros read, in the cache.
+	unpins []func()
 }
 
 func (q *queryState) close() {
 	q.cancel()
 	q.view.Release()
+	for _, u := range q.unpins {
+		u()
+	}
+	q.unpins = nil
 }
 
 // dropState ends the query state of connection id, if any.
@@ -59,10 +68,10 @@ func lowerKey(db, table string) buffer.TableKey {
 // prepareState finds the statement's time bounds per table and publishes
 // them for the scans bound on connection c. Pruning is an optimization:
 // whenever anything is not understood, it is off for the query.
-func (e *Engine) prepareState(c *conn, sql string) {
+func (e *Engine) prepareState(c *conn, sql string) (*queryState, map[buffer.TableKey]bool) {
 	e.dropState(c.id)
 	qs := &queryState{}
-	b, err := e.timeBounds(c, sql)
+	b, refs, err := e.timeBounds(c, sql)
 	if err != nil {
 		e.log.Debug("time pruning off for a query", "err", err)
 	} else {
@@ -71,6 +80,7 @@ func (e *Engine) prepareState(c *conn, sql string) {
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
 	qs.view = e.wb.View()
 	e.qstate.Store(c.id, qs)
+	return qs, refs
 }
 
 // tableRef is one reference to a table in a statement, with the
@@ -85,22 +95,31 @@ type tableRef struct {
 // to tables and the bounds on time in the WHERE clause of each SELECT over
 // exactly one table, evaluates the bounds and returns, per table, the
 // hull of its references' bounds. Only tables with a finite bound appear.
-func (e *Engine) timeBounds(c *conn, sql string) (map[buffer.TableKey]timeBounds, error) {
+//
+// It also returns the tables the statement names (found by the walker:
+// possibly not all of them).
+func (e *Engine) timeBounds(c *conn, sql string) (_ map[buffer.TableKey]timeBounds, refs map[buffer.TableKey]bool, _ error) {
 	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral(sql)+")")
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
-		return nil, fmt.Errorf("serializing: %v", err)
+		return nil, nil, fmt.Errorf("serializing: %v", err)
 	}
 	var tree map[string]any
 	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if tree["error"] != false {
-		return nil, fmt.Errorf("the statement does not parse")
+		return nil, nil, fmt.Errorf("the statement does not parse")
 	}
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
+	refs = make(map[buffer.TableKey]bool, len(w.refs))
+	for _, r := range w.refs {
+		refs[r.key] = true
+	}
 	if w.off != "" {
-		return nil, fmt.Errorf("pruning off: %s", w.off)
+		// A table function (apron_scan called directly) may read a table
+		// the walker does not see: no file macro for the query.
+		return nil, nil, fmt.Errorf("pruning off: %s", w.off)
 	}
 	// Evaluate every bound expression in one query.
 	var exprs []any
@@ -109,11 +128,11 @@ func (e *Engine) timeBounds(c *conn, sql string) (map[buffer.TableKey]timeBounds
 		exprs = append(exprs, r.upper...)
 	}
 	if len(exprs) == 0 {
-		return nil, nil
+		return nil, refs, nil
 	}
 	vals, err := e.evalTimes(c, exprs)
 	if err != nil {
-		return nil, err
+		return nil, refs, err
 	}
 	out := make(map[buffer.TableKey]timeBounds)
 	unbounded := make(map[buffer.TableKey]bool)
@@ -144,7 +163,7 @@ func (e *Engine) timeBounds(c *conn, sql string) (map[buffer.TableKey]timeBounds
 	for k := range unbounded {
 		delete(out, k)
 	}
-	return out, nil
+	return out, refs, nil
 }
 
 // walker collects the table references of a parsed statement.

@@ -268,7 +268,10 @@ func apron_scan_init(p unsafe.Pointer) {
 			view = g.view
 		}
 		g.chunks = bd.e.snapshot(view, bd.key, bd.bounds)
-		g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
+		// Files a file macro reads (native.go) are not the scan's.
+		if bd.qs == nil || !bd.qs.native[lowerKey(bd.key.Database, bd.key.Table)] {
+			g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
+		}
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
 	threads := min(bd.e.threads, len(g.chunks)+len(g.files))
