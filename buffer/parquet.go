@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -118,10 +121,44 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 			res.MaxTime = max(res.MaxTime, c.MaxTime)
 		}
 	}
+	// Gathering the next batch (random reads across the chunks) overlaps
+	// encoding and compressing this one: a goroutine gathers ahead.
+	type gathered struct {
+		rec arrow.RecordBatch
+		err error
+	}
+	ahead := make(chan gathered, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer close(ahead)
+		for start := 0; start < len(perm); start += parquetBatchRows {
+			rec, err := src.gather(perm[start:min(start+parquetBatchRows, len(perm))], mem)
+			select {
+			case ahead <- gathered{rec, err}:
+			case <-stop:
+				if rec != nil {
+					rec.Release()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		// Runs before src.release (deferred earlier): the gatherer is done
+		// with src once ahead is closed.
+		close(stop)
+		for g := range ahead {
+			if g.rec != nil {
+				g.rec.Release()
+			}
+		}
+	}()
 	var groupRows, groupBytes int64
-	for start := 0; start < len(perm); start += parquetBatchRows {
-		part := perm[start:min(start+parquetBatchRows, len(perm))]
-		rec, err := src.gather(part, mem)
+	for g := range ahead {
+		rec, err := g.rec, g.err
 		if err != nil {
 			fw.Close()
 			return partFile{}, err
@@ -413,9 +450,17 @@ func (s *partSource) sortedPermutation() []uint64 {
 		counts[b]++
 	}
 	perm = nil
-	for b := 0; b <= distinct; b++ {
-		slices.SortFunc(sorted[starts[b]:starts[b+1]], rest)
+	// Buckets are independent: sort them on every core.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for b := int(next.Add(1) - 1); b <= distinct; b = int(next.Add(1) - 1) {
+				slices.SortFunc(sorted[starts[b]:starts[b+1]], rest)
+			}
+		})
 	}
+	wg.Wait()
 	return sorted
 }
 
