@@ -56,3 +56,11 @@ func (s *storeFlags) open(ctx context.Context, dataDir string) (objstore.Store, 
 	}
 	return nil, fmt.Errorf("--object-store %q: want local, memory, gcs or none", s.kind)
 }
+
+// describe names the store for the ready line: its kind and where it is.
+func (s *storeFlags) describe(st objstore.Store) string {
+	if st == nil {
+		return "none"
+	}
+	return s.kind + " " + st.URI("")
+}
