@@ -10,6 +10,19 @@ cd "$(dirname "$0")"
 # failing input (a flake of the engine, not of the code under test).
 FUZZTIME="${FUZZTIME:-100000x}"
 
+# The integration tests also drive the server from Python's ADBC driver
+# (what pandas and Jupyter users run); a venv with it and pyarrow is made
+# once and reused. Without python3 that one test says it is skipped.
+if command -v python3 >/dev/null 2>&1; then
+  PYENV="${APRON_PYENV:-${TMPDIR:-/tmp}/apron-test-pyenv}"
+  if ! "$PYENV/bin/python" -c "import adbc_driver_flightsql, pyarrow" 2>/dev/null; then
+    echo "== Python venv for the ADBC client test: $PYENV"
+    python3 -m venv "$PYENV"
+    "$PYENV/bin/pip" install --quiet adbc-driver-flightsql pyarrow
+  fi
+  export APRON_TEST_PYTHON="$PYENV/bin/python"
+fi
+
 echo "== go vet (build tag duckdb_arrow: the query engine links DuckDB)"
 go vet -tags duckdb_arrow ./...
 
