@@ -2,7 +2,6 @@ package flightsvc
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -58,20 +57,23 @@ func newSessionStore(log *slog.Logger) *sessionStore {
 	return st
 }
 
+// Get returns the session of a client's cookie. A cookie of a session the
+// store does not hold (never given options, expired, or from before a
+// restart) gets a new, empty session under the same id rather than an
+// error: an error would make the middleware issue a new cookie, and a
+// client whose calls overlap (the ADBC driver reads GetSqlInfo at connect
+// while the caller goes on) can then store an older call's cookie after a
+// newer one's and lose the session it just set options on.
 func (st *sessionStore) Get(id string) (session.ServerSession, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	e, ok := st.mu.m[id]
-	if !ok {
-		return nil, fmt.Errorf("session %s not found", id)
+	if ok && time.Since(e.used) <= st.idle {
+		e.used = time.Now()
+		return e.s, nil
 	}
-	now := time.Now()
-	if now.Sub(e.used) > st.idle {
-		delete(st.mu.m, id)
-		return nil, fmt.Errorf("session %s expired", id)
-	}
-	e.used = now
-	return e.s, nil
+	delete(st.mu.m, id)
+	return session.NewSessionFactory(func() string { return id }).CreateSession()
 }
 
 // Put does nothing: a new session is stored by keep, once it has options.
