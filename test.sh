@@ -23,6 +23,19 @@ if command -v python3 >/dev/null 2>&1; then
   export APRON_TEST_PYTHON="$PYENV/bin/python"
 fi
 
+# ... and from the Arrow Flight SQL JDBC driver (DBeaver, Tableau,
+# Superset), fetched once from Maven Central. Without java and mvn that
+# test says it is skipped.
+if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
+  JDBC_VERSION=18.3.0
+  JDBC_JAR="$HOME/.m2/repository/org/apache/arrow/flight-sql-jdbc-driver/$JDBC_VERSION/flight-sql-jdbc-driver-$JDBC_VERSION.jar"
+  if [ ! -f "$JDBC_JAR" ]; then
+    echo "== Flight SQL JDBC driver $JDBC_VERSION from Maven Central"
+    mvn --batch-mode --quiet dependency:get -Dartifact="org.apache.arrow:flight-sql-jdbc-driver:$JDBC_VERSION"
+  fi
+  export APRON_TEST_JDBC_JAR="$JDBC_JAR"
+fi
+
 echo "== go vet (build tag duckdb_arrow: the query engine links DuckDB)"
 go vet -tags duckdb_arrow ./...
 
