@@ -24,10 +24,6 @@ type batch struct {
 	rec     arrow.RecordBatch
 	logical []arrow.DataType // catalog logical type per column; nil if unsupported
 	times   []int64          // the time column's values
-	// whole means the batch is kept as it came, as sealed chunks of its
-	// own, instead of being copied into the partition's open chunk (see
-	// keepWhole).
-	whole bool
 }
 
 func (b *batch) release() { b.rec.Release() }
@@ -38,10 +34,7 @@ func (b *batch) rows() int { return int(b.rec.NumRows()) }
 // (Arrow timestamps with a zone hold UTC already; those without one are
 // taken as UTC), or added with now on every row when rec has none. rec is
 // retained, not consumed.
-//
-// A batch of at least wholeRows rows (0: none) that keepWhole accepts is
-// kept whole; the strings of any other are dictionary-encoded here.
-func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, wholeRows int) (*batch, error) {
+func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*batch, error) {
 	schema := rec.Schema()
 	idx := schema.FieldIndices(TimeColumn)
 	if len(idx) > 1 {
@@ -66,15 +59,6 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, whole
 		cols[i] = timeArr
 	}
 	defer timeArr.Release()
-	times := valuesOf[int64](timeArr)
-	if wholeRows > 0 && int(rec.NumRows()) >= wholeRows && keepWhole(fields, times) {
-		out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
-		b := &batch{rec: out, logical: make([]arrow.DataType, len(fields)), times: times, whole: true}
-		for i, f := range fields {
-			b.logical[i], _ = catalog.LogicalType(f.Type)
-		}
-		return b, nil
-	}
 	// Each string column is hashed on its own goroutine: hashing is most
 	// of a write's CPU, and the columns share nothing.
 	var strs []int
@@ -101,40 +85,13 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, whole
 		fields[i] = arrow.Field{Name: fields[i].Name, Type: dicts[j].DataType(), Nullable: fields[i].Nullable}
 	}
 	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
-	b := &batch{rec: out, logical: make([]arrow.DataType, len(fields)), times: times}
+	b := &batch{rec: out, logical: make([]arrow.DataType, len(fields)), times: valuesOf[int64](timeArr)}
 	for i, f := range fields {
 		if lt, ok := catalog.LogicalType(f.Type); ok {
 			b.logical[i] = lt
 		}
 	}
 	return b, nil
-}
-
-// keepWhole says whether a large batch can be buffered as it came: every
-// row in one UTC day (one partition) and every column already of its
-// catalog type, strings as plain utf8. Such a batch skips the per-row work
-// of the write path (hashing strings, copying into the open chunk): the
-// buffer holds the decoded batch itself, and persist dictionary-encodes its
-// strings when it sorts them. Smaller batches go to the open chunk, whose
-// Go slices and shared dictionaries keep many small writes compact.
-func keepWhole(fields []arrow.Field, times []int64) bool {
-	if len(times) == 0 {
-		return false
-	}
-	lo, hi := times[0], times[0]
-	for _, t := range times {
-		lo, hi = min(lo, t), max(hi, t)
-	}
-	if dayOf(lo) != dayOf(hi) {
-		return false
-	}
-	for _, f := range fields {
-		lt, ok := catalog.LogicalType(f.Type)
-		if !ok || !arrow.TypeEqual(lt, f.Type) {
-			return false
-		}
-	}
-	return true
 }
 
 func constantTime(ns int64, n int, mem memory.Allocator) arrow.Array {

@@ -96,8 +96,6 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 	if out.NumFields() == 0 || out.Field(0).Name != TimeColumn {
 		return partFile{}, fmt.Errorf("buffer: schema %s does not start with %q", out, TimeColumn)
 	}
-	chunks = encodeChunkStrings(chunks)
-	defer releaseChunks(chunks)
 	src, err := newPartSource(out, chunks, mem)
 	if err != nil {
 		return partFile{}, err
@@ -191,59 +189,6 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 		res.MinTime, res.MaxTime = 0, 0
 	}
 	return res, nil
-}
-
-// encodeChunkStrings returns chunks, retained, with their plain utf8
-// columns (those of batches kept whole, see keepWhole) dictionary-encoded,
-// each chunk on its own: the sort ranks dictionary values, not rows. Chunks
-// are encoded on every core.
-func encodeChunkStrings(chunks []Chunk) []Chunk {
-	out := make([]Chunk, len(chunks))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(chunks) {
-					return
-				}
-				out[i] = encodeChunk(chunks[i])
-			}
-		})
-	}
-	wg.Wait()
-	return out
-}
-
-// encodeChunk returns c, retained, with its plain utf8 columns
-// dictionary-encoded.
-func encodeChunk(c Chunk) Chunk {
-	var fields []arrow.Field
-	var cols []arrow.Array
-	for i, f := range c.Rec.Schema().Fields() {
-		if f.Type.ID() != arrow.STRING {
-			continue
-		}
-		if fields == nil {
-			fields = slices.Clone(c.Rec.Schema().Fields())
-			cols = slices.Clone(c.Rec.Columns())
-		}
-		cols[i] = encodeStrings(c.Rec.Column(i))
-		defer cols[i].Release()
-		fields[i].Type = cols[i].DataType()
-	}
-	if fields == nil {
-		c.Rec.Retain()
-		return c
-	}
-	return Chunk{Rec: array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, c.Rec.NumRows()), MinTime: c.MinTime, MaxTime: c.MaxTime}
-}
-
-func releaseChunks(chunks []Chunk) {
-	for _, c := range chunks {
-		c.Rec.Release()
-	}
 }
 
 func recordBytes(rec arrow.RecordBatch) int64 {

@@ -1,7 +1,6 @@
 package buffer
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"time"
@@ -22,11 +21,6 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 	var rows int64
 	stats, err := wal.Replay(wal.ReplayOptions{Dir: b.walDir, FS: b.cfg.WALFS, Logger: b.log, MoveCorrupt: b.cfg.WALMoveCorrupt},
 		func(segID uint64, offset int64, payload []byte) error {
-			if h, err := wal.DecodeEntry(payload); err == nil && h.Rows >= int64(b.cfg.ChunkRows) {
-				// A large batch may be kept whole (see keepWhole), aliasing
-				// its payload, which is only lent to this call.
-				payload = bytes.Clone(payload)
-			}
 			e, rec, err := decodeEntry(payload, b.mem)
 			if err != nil {
 				return err
@@ -36,7 +30,7 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 				return fmt.Errorf("sequence %d follows %d: records out of order", e.Sequence, lastSeq)
 			}
 			lastSeq = e.Sequence
-			nb, err := normalize(rec, b.cfg.Now(), b.mem, b.cfg.ChunkRows)
+			nb, err := normalize(rec, b.cfg.Now(), b.mem)
 			if err != nil {
 				return err
 			}

@@ -99,11 +99,6 @@ func (t *tableBuffer) append(b *batch) (int64, error) {
 	defer t.mu.Unlock()
 	before := t.mu.size
 	times := b.times
-	if b.whole {
-		t.appendWholeLocked(b)
-		t.mu.rows += int64(len(times))
-		return t.mu.size - before, nil
-	}
 	for start := 0; start < len(times); {
 		day := dayOf(times[start])
 		end := start + 1
@@ -150,43 +145,6 @@ func (t *tableBuffer) appendRunLocked(b *batch, day int64, off, n int) error {
 		n -= k
 	}
 	return nil
-}
-
-// appendWholeLocked adds a batch that keepWhole accepted (one day, columns
-// of their catalog types) as sealed chunks of at most chunkRows rows each,
-// slices of the batch: no row is copied. The partition's open chunk is left
-// as it is; chunks of a partition are not in write order, and need not be.
-func (t *tableBuffer) appendWholeLocked(b *batch) {
-	day := dayOf(b.times[0])
-	p := t.mu.parts[day]
-	if p == nil {
-		p = &partition{day: day}
-		t.mu.parts[day] = p
-	}
-	in := b.rec.Schema().Fields()
-	fields := make([]arrow.Field, len(in))
-	for i, f := range in {
-		fields[i] = arrow.Field{Name: f.Name, Type: b.logical[i], Nullable: f.Name != TimeColumn}
-	}
-	schema := arrow.NewSchema(fields, nil)
-	rows := len(b.times)
-	cols := make([]arrow.Array, len(fields))
-	for off := 0; off < rows; off += t.chunkRows {
-		end := min(off+t.chunkRows, rows)
-		for i := range cols {
-			cols[i] = array.NewSlice(b.rec.Column(i), int64(off), int64(end))
-		}
-		c := Chunk{Rec: array.NewRecordBatch(schema, cols, int64(end-off)), MinTime: b.times[off], MaxTime: b.times[off]}
-		for _, a := range cols {
-			a.Release()
-		}
-		for _, ts := range b.times[off:end] {
-			c.MinTime, c.MaxTime = min(c.MinTime, ts), max(c.MaxTime, ts)
-		}
-		p.sealed = append(p.sealed, c)
-	}
-	// The slices share the batch's buffers: count them once.
-	t.mu.size += recordBytes(b.rec)
 }
 
 // sealLocked turns the partition's open chunk into an immutable Chunk.

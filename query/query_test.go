@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -134,62 +133,4 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
-}
-
-// TestWholeAndEncodedChunks reads a table whose string column is plain utf8
-// in some chunks (a large batch the buffer kept whole) and
-// dictionary-encoded in others (small batches, and a large one spanning
-// midnight), with one scan thread and with two switching between them.
-func TestWholeAndEncodedChunks(t *testing.T) {
-	type batchSpec struct {
-		n     int
-		start int64
-	}
-	specs := []batchSpec{
-		{20000, base},                  // whole: one day, >= ChunkRows
-		{50, base - 1e12},              // small: dictionary-encoded
-		{10000, base + 43200e9 - 5e12}, // spans midnight: encoded
-	}
-	perHost := map[string]int{}
-	distinct := map[string]map[float64]bool{}
-	filter := 0
-	for _, b := range specs {
-		for i := range b.n {
-			h := fmt.Sprintf("h%d", i%3)
-			perHost[h]++
-			if distinct[h] == nil {
-				distinct[h] = map[float64]bool{}
-			}
-			distinct[h][float64(i)] = true
-			if h == "h1" && i < 100 {
-				filter++
-			}
-		}
-	}
-	var want []string
-	for _, h := range []string{"h0", "h1", "h2"} {
-		want = append(want, fmt.Sprintf("%s|%d|%d", h, perHost[h], len(distinct[h])))
-	}
-	for _, threads := range []int{1, 2} {
-		v := newEnv(t, Config{Threads: threads})
-		for _, b := range specs {
-			v.cpu("db1", b.n, 3, b.start)
-		}
-		var kinds []arrow.Type
-		for _, s := range v.wb.Segments() {
-			for _, c := range s.Snapshot("db1", "cpu") {
-				kinds = append(kinds, c.Rec.Column(c.Rec.Schema().FieldIndices("host")[0]).DataType().ID())
-				c.Rec.Release()
-			}
-		}
-		if !slices.Contains(kinds, arrow.STRING) || !slices.Contains(kinds, arrow.DICTIONARY) {
-			t.Fatalf("host column types of the chunks: %v; the test wants both plain and dictionary", kinds)
-		}
-		equalRows(t, "per host", v.query("SELECT host, count(*), count(DISTINCT usage) FROM db1.cpu GROUP BY host ORDER BY host", ""), want)
-		// Times are distinct across the batches: each row joins itself.
-		equalRows(t, "self join", v.query("SELECT count(*) FROM db1.cpu a JOIN db1.cpu b ON a.time = b.time AND a.host = b.host", ""),
-			[]string{"30050"})
-		equalRows(t, "filter", v.query("SELECT count(*) FROM db1.cpu WHERE host = 'h1' AND usage < 100", ""),
-			[]string{fmt.Sprint(filter)})
-	}
 }

@@ -490,10 +490,7 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 			continue
 		}
 		cf := cs.Field(idx[0])
-		// Strings are dictionary-encoded, or plain in batches the buffer
-		// kept whole: DuckDB makes VARCHAR of both.
-		plainString := f.Type.ID() == arrow.DICTIONARY && cf.Type.ID() == arrow.STRING
-		if !plainString && !arrow.TypeEqual(cf.Type, f.Type) {
+		if !arrow.TypeEqual(cf.Type, f.Type) {
 			return fmt.Errorf("column %q is %s in the buffer but %s in the catalog", f.Name, cf.Type, f.Type)
 		}
 		src[i] = len(need)
@@ -503,14 +500,6 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 	if sameColumns {
 		for i := range src {
 			if src[i] != l.src[i] {
-				sameColumns = false
-				break
-			}
-		}
-	}
-	if sameColumns {
-		for j, f := range fields {
-			if !arrow.TypeEqual(f.Type, l.sub.Field(j).Type) {
 				sameColumns = false
 				break
 			}
