@@ -130,7 +130,12 @@ func BenchmarkBulkIngest(b *testing.B) {
 		report(b, start)
 	}
 	b.Run("apron-fsync", func(b *testing.B) {
-		s := startServer(b, b.TempDir(), "--buffer-mem-limit", "16GiB")
+		args := []string{"--buffer-mem-limit", "16GiB"}
+		if a := os.Getenv("APRON_BENCH_METRICS_ADDR"); a != "" {
+			// For profiling the server: curl its /debug/pprof/profile.
+			args = append(args, "--metrics-addr", a)
+		}
+		s := startServer(b, b.TempDir(), args...)
 		ingest(b, s.Addr)
 	})
 	b.Run("discard-doput", func(b *testing.B) {
