@@ -152,6 +152,7 @@ const parallelEncodeRows = 16 << 10
 // each distinct value of a batch once instead of each row.
 func encodeStrings(arr arrow.Array) arrow.Array {
 	c := newStringColumn(nil)
+	c.reserve(arr.Len())
 	if err := c.appendFrom(arr, 0, arr.Len()); err != nil {
 		// Only a string column over 1 GiB gets here; keep it as it is,
 		// the buffer then interns it row by row.
