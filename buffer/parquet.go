@@ -96,6 +96,10 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 	if out.NumFields() == 0 || out.Field(0).Name != TimeColumn {
 		return partFile{}, fmt.Errorf("buffer: schema %s does not start with %q", out, TimeColumn)
 	}
+	// Runs last, once every batch and writer buffer is released.
+	r := newRecycler(mem)
+	defer r.close()
+	mem = r
 	src, err := newPartSource(out, chunks, mem)
 	if err != nil {
 		return partFile{}, err

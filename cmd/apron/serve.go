@@ -37,6 +37,8 @@ type serveFlags struct {
 	queryCfg            query.Config
 	store               storeFlags
 	cacheSize           byteSize
+	gogc                int
+	gogcGiven           bool // by flag or APRON_GOGC
 }
 
 func parseServeFlags(args []string) (*serveFlags, error) {
@@ -64,6 +66,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:8083", "address of the HTTP /metrics (Prometheus) and /debug/pprof/ (Go profiles) endpoints; empty to disable")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.IntVar(&f.gogc, "gogc", defaultGOGC, "Go's GC target percentage (as GOGC): the heap may grow this far past the live data between collections; a GOGC environment variable wins over the default")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may take before they are cut off")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -74,6 +77,8 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	if err := applyEnv(fs); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.gogcGiven = f.gogcGiven || fl.Name == "gogc" })
+	f.gogcGiven = f.gogcGiven || os.Getenv("APRON_GOGC") != ""
 	f.cfg.MemLimit = int64(f.memLimit)
 	f.queryCfg.CacheSize = int64(f.cacheSize)
 	if f.queryCfg.CacheDir == "" {
@@ -121,6 +126,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	gogc := setGCPercent(f.gogc, f.gogcGiven)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f.cfg.Logger = log
@@ -208,7 +214,7 @@ func serve(args []string) error {
 	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
 		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
-		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir,
+		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir, "gogc", gogc,
 		"startup", time.Since(start).Round(time.Millisecond))
 
 	select {

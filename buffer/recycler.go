@@ -1,0 +1,115 @@
+package buffer
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// recycler is a memory.Allocator that keeps what is freed and hands it out
+// again, for the allocations of one persist: gathered batches and the
+// Parquet writer's pages come and go by the thousand, and from the Go heap
+// each one would be garbage until the next GC. With a large buffer the GC
+// runs seldom (its goal is twice the live heap), so that garbage grows the
+// heap, and the process's RSS, by up to the buffer's size, and every new
+// buffer is memory the kernel must fault in. Recycled buffers are neither.
+//
+// Buffers are kept by power-of-two size class. close gives every kept
+// buffer back to the parent allocator, so a checked parent still sees a
+// leak. Safe for concurrent use.
+type recycler struct {
+	parent memory.Allocator
+	mu     struct {
+		sync.Mutex
+		free [maxRecycleClass + 1][][]byte
+		kept int64 // bytes in free
+	}
+}
+
+const (
+	minRecycleClass = 6  // 64 B: smaller sizes round up
+	maxRecycleClass = 30 // 1 GiB: larger ones are not kept
+	// maxRecycled bounds the bytes kept at once; beyond it, frees go to
+	// the parent.
+	maxRecycled = 512 << 20
+)
+
+func newRecycler(parent memory.Allocator) *recycler { return &recycler{parent: parent} }
+
+// class is the size class of a request of n bytes.
+func recycleClass(n int) int {
+	if n <= 1<<minRecycleClass {
+		return minRecycleClass
+	}
+	return bits.Len(uint(n - 1))
+}
+
+// Allocate returns n zeroed bytes, as memory.Allocator requires.
+func (r *recycler) Allocate(n int) []byte {
+	c := recycleClass(n)
+	if c > maxRecycleClass {
+		return r.parent.Allocate(n)
+	}
+	r.mu.Lock()
+	if l := len(r.mu.free[c]); l > 0 {
+		b := r.mu.free[c][l-1]
+		r.mu.free[c] = r.mu.free[c][:l-1]
+		r.mu.kept -= int64(cap(b))
+		r.mu.Unlock()
+		b = b[:n]
+		clear(b)
+		return b
+	}
+	r.mu.Unlock()
+	return r.parent.Allocate(1 << c)[:n]
+}
+
+// Reallocate grows or shrinks b to n bytes, in place when its class has
+// room.
+func (r *recycler) Reallocate(n int, b []byte) []byte {
+	if n <= cap(b) && recycleClass(cap(b)) == recycleClass(n) {
+		old := len(b)
+		b = b[:n]
+		if n > old {
+			clear(b[old:])
+		}
+		return b
+	}
+	nb := r.Allocate(n)
+	copy(nb, b)
+	r.Free(b)
+	return nb
+}
+
+// Free keeps b for a later Allocate of its class.
+func (r *recycler) Free(b []byte) {
+	c := recycleClass(cap(b))
+	if cap(b) != 1<<c || c > maxRecycleClass {
+		// Not one of ours (or too large to keep).
+		r.parent.Free(b)
+		return
+	}
+	r.mu.Lock()
+	if r.mu.kept+int64(cap(b)) > maxRecycled {
+		r.mu.Unlock()
+		r.parent.Free(b[:cap(b)])
+		return
+	}
+	r.mu.free[c] = append(r.mu.free[c], b[:cap(b)])
+	r.mu.kept += int64(cap(b))
+	r.mu.Unlock()
+}
+
+// close gives every kept buffer back to the parent.
+func (r *recycler) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.mu.free {
+		for _, b := range r.mu.free[c] {
+			r.parent.Free(b)
+		}
+		r.mu.free[c] = nil
+	}
+	r.mu.kept = 0
+}
