@@ -349,6 +349,9 @@ type scanLocal struct {
 	// converting dictionaries; converted caches them.
 	strConv   duck.ArrowConvertedSchema
 	converted map[uintptr]convertedDict
+	// stale are converted dictionaries replaced while the current chunk
+	// may still use them; destroyed when the next chunk opens.
+	stale []duck.DataChunk
 }
 
 // dictColumn is a dictionary string column of the chunk being read, whose
@@ -382,9 +385,23 @@ func (l *scanLocal) destroy() {
 	duck.DestroyArrowConvertedSchema(&l.conv)
 	duck.DestroyDataChunk(&l.nulls)
 	duck.DestroyArrowConvertedSchema(&l.strConv)
-	for k, c := range l.converted {
-		duck.DestroyDataChunk(&c.dc)
-		delete(l.converted, k)
+	l.dropConverted(true)
+}
+
+// dropConverted destroys the stale converted dictionaries, and all of them
+// when all is set or the cache is full. Only between chunks: the chunk
+// being read points into them. (Vectors already handed to DuckDB share
+// the memory and keep it.)
+func (l *scanLocal) dropConverted(all bool) {
+	for i := range l.stale {
+		duck.DestroyDataChunk(&l.stale[i])
+	}
+	l.stale = l.stale[:0]
+	if all || len(l.converted) >= maxConvertedDicts {
+		for k, c := range l.converted {
+			duck.DestroyDataChunk(&c.dc)
+			delete(l.converted, k)
+		}
 	}
 }
 
@@ -538,14 +555,7 @@ func (l *scanLocal) dictColumn(c *buffer.Chunk, a arrow.Array) (dictColumn, bool
 		l.converted = map[uintptr]convertedDict{}
 	}
 	if old, ok := l.converted[key]; ok {
-		duck.DestroyDataChunk(&old.dc)
-	} else if len(l.converted) >= maxConvertedDicts {
-		// Bounded memory: start over (chunk dictionaries of a partition come
-		// in order, so this is rare).
-		for k, cd := range l.converted {
-			duck.DestroyDataChunk(&cd.dc)
-			delete(l.converted, k)
-		}
+		l.stale = append(l.stale, old.dc)
 	}
 	l.converted[key] = convertedDict{n: values.Len(), dc: dc}
 	return dictColumn{idx: int32Values(d.Indices()), dict: dc}, true, nil
@@ -672,6 +682,7 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 	sameColumns := l.sub != nil && len(l.src) == len(g.proj)
 	need := l.need[:0]
 	src := make([]int, len(g.proj))
+	l.dropConverted(false)
 	l.dictOf = l.dictOf[:0]
 	l.dicts = l.dicts[:0]
 	l.directOf = l.directOf[:0]
