@@ -62,6 +62,16 @@ func benchBatch(mem memory.Allocator, start, n int) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
+// benchServerArgs adds --metrics-addr $APRON_BENCH_METRICS_ADDR to a
+// benchmark server's flags when that is set, to profile the server while
+// it runs: curl http://$APRON_BENCH_METRICS_ADDR/debug/pprof/profile.
+func benchServerArgs(args ...string) []string {
+	if a := os.Getenv("APRON_BENCH_METRICS_ADDR"); a != "" {
+		args = append(args, "--metrics-addr", a)
+	}
+	return args
+}
+
 func ipcBytes(tb testing.TB, rec arrow.RecordBatch) []byte {
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
@@ -130,12 +140,7 @@ func BenchmarkBulkIngest(b *testing.B) {
 		report(b, start)
 	}
 	b.Run("apron-fsync", func(b *testing.B) {
-		args := []string{"--buffer-mem-limit", "16GiB"}
-		if a := os.Getenv("APRON_BENCH_METRICS_ADDR"); a != "" {
-			// For profiling the server: curl its /debug/pprof/profile.
-			args = append(args, "--metrics-addr", a)
-		}
-		s := startServer(b, b.TempDir(), args...)
+		s := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB")...)
 		ingest(b, s.Addr)
 	})
 	b.Run("discard-doput", func(b *testing.B) {

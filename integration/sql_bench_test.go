@@ -90,7 +90,7 @@ func makeSQLBenchData(b *testing.B, withRef bool) *sqlBenchData {
 	}
 	b.Cleanup(func() { release(d.recs...) })
 
-	srv := startServer(b, b.TempDir(), "--buffer-mem-limit", "16GiB", "--wal-sync", "none")
+	srv := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB", "--wal-sync", "none")...)
 	d.apronAddr = srv.Addr
 	c := sqlClient(b, srv.Addr, nil)
 	start := time.Now()
