@@ -186,6 +186,11 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		// off once the allowed directories are set, below).
 		{"autoinstall_known_extensions", "false"},
 		{"autoload_known_extensions", "false"},
+		// Apron's tables have no insertion order to keep (rows of a
+		// table come from many segments, partitions and files), and
+		// keeping it would make DuckDB run a scan without ORDER BY on one
+		// thread: a table function cannot tell it batch order.
+		{"preserve_insertion_order", "false"},
 	}
 	if cfg.MemoryLimit > 0 {
 		settings = append(settings, [2]string{"memory_limit", fmt.Sprintf("%dB", cfg.MemoryLimit)})
