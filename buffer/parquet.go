@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -135,8 +136,9 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 	stop := make(chan struct{})
 	go func() {
 		defer close(ahead)
-		for start := 0; start < len(perm); start += parquetBatchRows {
-			rec, err := src.gather(perm[start:min(start+parquetBatchRows, len(perm))], mem)
+		buf := make([]uint64, 0, parquetBatchRows)
+		for start := 0; start < perm.len(); start += parquetBatchRows {
+			rec, err := src.gather(perm.expand(start, min(start+parquetBatchRows, perm.len()), buf), mem)
 			select {
 			case ahead <- gathered{rec, err}:
 			case <-stop:
@@ -395,33 +397,86 @@ func (s *partSource) rank(k int, v uint64) int32 {
 
 func (s *partSource) time(v uint64) int64 { return s.times[v>>32][v&math.MaxUint32] }
 
+// permutation is the sorted order of a partition's rows, each row as
+// chunk<<shift | row: 4 bytes a row when that fits in 32 bits (a partition
+// of fewer than 2^32 / ChunkRows chunks), else 8 with shift 32.
+type permutation struct {
+	small []uint32
+	large []uint64
+	shift uint
+}
+
+func (p permutation) len() int { return len(p.small) + len(p.large) }
+
+// expand returns rows [start, end) of the order as chunk<<32 | row, the
+// form gather takes, in buf.
+func (p permutation) expand(start, end int, buf []uint64) []uint64 {
+	if p.small == nil {
+		return p.large[start:end]
+	}
+	buf = buf[:0]
+	mask := uint64(1)<<p.shift - 1
+	for _, v := range p.small[start:end] {
+		u := uint64(v)
+		buf = append(buf, (u>>p.shift)<<32|u&mask)
+	}
+	return buf
+}
+
 // sortedPermutation returns every row, sorted: a stable counting sort on the
 // first key (the series' first tag: buckets are series or groups of them),
 // then each bucket sorted by the other keys and time. Rows of a series
-// usually arrive in time order, which pdqsort finds cheaply.
-func (s *partSource) sortedPermutation() []uint64 {
+// usually arrive in time order, which pdqsort finds cheaply. The
+// permutation is the largest allocation of a persist, so it is 4 bytes a
+// row when it can be, and the rows are listed once.
+func (s *partSource) sortedPermutation() permutation {
+	maxRows := 1
+	for _, c := range s.chunks {
+		maxRows = max(maxRows, int(c.Rec.NumRows()))
+	}
+	shift := uint(bits.Len(uint(maxRows - 1)))
+	if uint64(len(s.chunks))<<shift <= 1<<32 {
+		return permutation{small: sortRows[uint32](s, shift), shift: shift}
+	}
+	return permutation{large: sortRows[uint64](s, 32), shift: 32}
+}
+
+func sortRows[P uint32 | uint64](s *partSource, shift uint) []P {
 	n := 0
 	for _, c := range s.chunks {
 		n += int(c.Rec.NumRows())
 	}
-	perm := make([]uint64, 0, n)
-	for c, ch := range s.chunks {
-		for r := range int(ch.Rec.NumRows()) {
-			perm = append(perm, uint64(c)<<32|uint64(r))
+	mask := uint64(1)<<shift - 1
+	// wide turns an id into the chunk<<32 | row that rank and time take.
+	wide := func(v P) uint64 {
+		u := uint64(v)
+		return (u>>shift)<<32 | u&mask
+	}
+	// each calls fn with every row, in buffer order. The rows are walked
+	// twice rather than listed once: a second n-row list would double the
+	// permutation's memory.
+	each := func(fn func(v P)) {
+		for c, ch := range s.chunks {
+			for r := range int(ch.Rec.NumRows()) {
+				fn(P(uint64(c)<<shift | uint64(r)))
+			}
 		}
 	}
-	rest := func(a, b uint64) int {
+	rest := func(a, b P) int {
+		wa, wb := wide(a), wide(b)
 		for k := 1; k < len(s.keys); k++ {
-			if c := cmp.Compare(s.rank(k, a), s.rank(k, b)); c != 0 {
+			if c := cmp.Compare(s.rank(k, wa), s.rank(k, wb)); c != 0 {
 				return c
 			}
 		}
-		if c := cmp.Compare(s.time(a), s.time(b)); c != 0 {
+		if c := cmp.Compare(s.time(wa), s.time(wb)); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
 	}
 	if len(s.keys) == 0 {
+		perm := make([]P, 0, n)
+		each(func(v P) { perm = append(perm, v) })
 		slices.SortFunc(perm, rest)
 		return perm
 	}
@@ -432,28 +487,25 @@ func (s *partSource) sortedPermutation() []uint64 {
 			distinct = max(distinct, int(v)+1)
 		}
 	}
-	bucket := func(v uint64) int {
-		r := s.rank(0, v)
+	bucket := func(v P) int {
+		r := s.rank(0, wide(v))
 		if r == nullRank {
 			return distinct
 		}
 		return int(r)
 	}
 	counts := make([]int, distinct+2)
-	for _, v := range perm {
-		counts[bucket(v)+1]++
-	}
+	each(func(v P) { counts[bucket(v)+1]++ })
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
 	starts := slices.Clone(counts)
-	sorted := make([]uint64, n)
-	for _, v := range perm {
+	sorted := make([]P, n)
+	each(func(v P) {
 		b := bucket(v)
 		sorted[counts[b]] = v
 		counts[b]++
-	}
-	perm = nil
+	})
 	// Buckets are independent: sort them on every core.
 	var next atomic.Int64
 	var wg sync.WaitGroup

@@ -561,3 +561,41 @@ func TestSharedStoreRefused(t *testing.T) {
 		t.Fatalf("A's WAL file of segment 1 is gone: %v", serr)
 	}
 }
+
+// TestPermutationWidths: the 4-byte permutation and the 8-byte one (taken
+// by partitions too large for 4 bytes) give the same order.
+func TestPermutationWidths(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := openBuffer(t, testConfig(t, mem))
+	defer b.Close()
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 1000, 7919))
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+3, 555, 13))
+	id := roll(t, b)
+	seg, _ := b.Segment(id)
+	seg.seal()
+	tbl, _ := b.Catalog().Table("db", "cpu")
+	for _, chunks := range seg.tableBuffer(TableKey{"db", "cpu"}, false).partitionChunks() {
+		src, err := newPartSource(parquetSchema(tbl.ArrowSchema()), chunks, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		small := src.sortedPermutation()
+		if small.small == nil || small.shift != 7 { // ChunkRows 100: 7 bits a row
+			t.Fatalf("permutation of %d chunks of at most 100 rows: shift %d, 4-byte %v", len(chunks), small.shift, small.small != nil)
+		}
+		large := permutation{large: sortRows[uint64](src, 32), shift: 32}
+		got := small.expand(0, small.len(), nil)
+		want := large.expand(0, large.len(), nil)
+		if !slices.Equal(got, want) {
+			t.Fatalf("4-byte and 8-byte permutations differ")
+		}
+		if len(got) != 1555 {
+			t.Fatalf("%d rows in the permutation, want 1555", len(got))
+		}
+		src.release()
+		for _, c := range chunks {
+			c.Rec.Release()
+		}
+	}
+}
