@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
@@ -86,6 +87,10 @@ func rss() uint64 {
 // for both, and the peak heap and RSS during persist next to the buffered
 // size. Targets: persist ≥ 80% of direct; peak ≤ 1.5× buffered.
 func BenchmarkPersist(b *testing.B) {
+	// As apron serve runs, unless GOGC says otherwise.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(DefaultGOGC))
+	}
 	target := int64(1 << 30)
 	if s := os.Getenv("APRON_BENCH_PERSIST_BYTES"); s != "" {
 		v, err := strconv.ParseInt(s, 10, 64)

@@ -32,7 +32,7 @@ const (
 	maxRecycleClass = 30 // 1 GiB: larger ones are not kept
 	// maxRecycled bounds the bytes kept at once; beyond it, frees go to
 	// the parent.
-	maxRecycled = 512 << 20
+	maxRecycled = 128 << 20
 )
 
 func newRecycler(parent memory.Allocator) *recycler { return &recycler{parent: parent} }
