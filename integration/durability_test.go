@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -281,12 +282,25 @@ func testSeed(t *testing.T) uint64 {
 // concurrent load, restarting on the same data dir each time; every
 // acknowledged batch must survive, exactly once. It ends with a SIGTERM
 // under load and a last check.
+//
+// It runs twice: with the default hour-long segments (everything is
+// replayed from the WAL), and with segments that roll over every second or
+// 16 MiB (half of a 32 MiB buffer) and persist to the local object store
+// all through the load, so that the kills land in every step of
+// persistence; that run checks that segments were persisted.
 func TestKillDuringConcurrentIngest(t *testing.T) {
+	t.Run("wal-only", func(t *testing.T) { killDuringConcurrentIngest(t, false) })
+	t.Run("persisting", func(t *testing.T) {
+		killDuringConcurrentIngest(t, true, "--segment-duration", "1s", "--buffer-mem-limit", "32MiB")
+	})
+}
+
+func killDuringConcurrentIngest(t *testing.T, persisting bool, extra ...string) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 0))
 	dir := t.TempDir()
 	// In-flight streaming DoPuts would hold a graceful stop for the whole
 	// default shutdown timeout.
-	flags := []string{"--shutdown-timeout", "2s"}
+	flags := append([]string{"--shutdown-timeout", "2s"}, extra...)
 	srv := startServer(t, dir, flags...)
 	l := newLedger()
 	const kills = 4
@@ -312,6 +326,13 @@ func TestKillDuringConcurrentIngest(t *testing.T) {
 	srv = srv.Restart(t)
 	verifyLedger(t, srv.Addr, l)
 	srv.Stop(t)
+	if persisting {
+		segs, err := os.ReadDir(filepath.Join(dir, "objects", "segments"))
+		if err != nil || len(segs) == 0 {
+			t.Fatalf("no segment file in the object store (%v): the run persisted nothing", err)
+		}
+		t.Logf("%d segment files persisted", len(segs))
+	}
 }
 
 // TestGracefulStop writes, stops with SIGTERM (exit code 0) and finds the
