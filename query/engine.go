@@ -113,6 +113,7 @@ type Engine struct {
 	queries       atomic.Int64 // queries started
 	chunksScanned atomic.Int64 // buffered chunks read by scans
 	chunksPruned  atomic.Int64 // buffered chunks skipped by time pruning
+	directScans   atomic.Int64 // queries streamed as direct scans
 
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
@@ -287,6 +288,7 @@ type Stats struct {
 	Queries       int64 // queries started
 	ChunksScanned int64 // buffered chunks read by scans
 	ChunksPruned  int64 // buffered chunks skipped by time pruning
+	DirectScans   int64 // queries streamed straight from storage (direct.go)
 
 	// Persisted files: read, or skipped by time pruning (their
 	// [MinTime, MaxTime], or all their row groups' time statistics).
@@ -306,7 +308,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	if c := e.cache; c != nil {
@@ -410,7 +412,7 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 	return r, nil
 }
 
-func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (*reader, error) {
+func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (array.RecordReader, error) {
 	stmt, err := e.prepareOn(c, sql, database)
 	if err != nil {
 		return nil, err
@@ -418,6 +420,9 @@ func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (*rea
 	if duck.NParams(stmt) > 0 {
 		duck.DestroyPrepare(&stmt)
 		return nil, newError(ErrSyntax, "the query has %d parameters; prepare it and bind them", duck.NParams(stmt))
+	}
+	if r := e.direct(ctx, c, stmt); r != nil {
+		return r, nil
 	}
 	return e.execute(ctx, c, stmt)
 }

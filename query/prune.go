@@ -36,6 +36,8 @@ type queryState struct {
 	native map[buffer.TableKey]bool
 	// unpins release the files the macros read, in the cache.
 	unpins []func()
+	// direct is set when the statement is a direct scan (direct.go).
+	direct *directScan
 }
 
 func (q *queryState) close() {
@@ -71,11 +73,17 @@ func lowerKey(db, table string) buffer.TableKey {
 func (e *Engine) prepareState(c *conn, sql string) (*queryState, map[buffer.TableKey]bool) {
 	e.dropState(c.id)
 	qs := &queryState{}
-	b, refs, err := e.timeBounds(c, sql)
+	var refs map[buffer.TableKey]bool
+	tree, err := parseSQL(c, sql)
+	if err == nil {
+		var b map[buffer.TableKey]timeBounds
+		if b, refs, err = e.timeBounds(c, tree); err == nil {
+			qs.bounds = b
+		}
+		qs.direct, _ = directScanOf(tree, c.schema, e.wb.Catalog())
+	}
 	if err != nil {
 		e.log.Debug("time pruning off for a query", "err", err)
-	} else {
-		qs.bounds = b
 	}
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
 	qs.view = e.wb.View()
@@ -98,18 +106,7 @@ type tableRef struct {
 //
 // It also returns the tables the statement names (found by the walker:
 // possibly not all of them).
-func (e *Engine) timeBounds(c *conn, sql string) (_ map[buffer.TableKey]timeBounds, refs map[buffer.TableKey]bool, _ error) {
-	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral(sql)+")")
-	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
-		return nil, nil, fmt.Errorf("serializing: %v", err)
-	}
-	var tree map[string]any
-	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
-		return nil, nil, err
-	}
-	if tree["error"] != false {
-		return nil, nil, fmt.Errorf("the statement does not parse")
-	}
+func (e *Engine) timeBounds(c *conn, tree map[string]any) (_ map[buffer.TableKey]timeBounds, refs map[buffer.TableKey]bool, _ error) {
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
 	refs = make(map[buffer.TableKey]bool, len(w.refs))
@@ -164,6 +161,22 @@ func (e *Engine) timeBounds(c *conn, sql string) (_ map[buffer.TableKey]timeBoun
 		delete(out, k)
 	}
 	return out, refs, nil
+}
+
+// parseSQL parses sql with DuckDB's json_serialize_sql.
+func parseSQL(c *conn, sql string) (map[string]any, error) {
+	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral(sql)+")")
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
+		return nil, fmt.Errorf("serializing: %v", err)
+	}
+	var tree map[string]any
+	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
+		return nil, err
+	}
+	if tree["error"] != false {
+		return nil, fmt.Errorf("the statement does not parse")
+	}
+	return tree, nil
 }
 
 // walker collects the table references of a parsed statement.

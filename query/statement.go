@@ -81,6 +81,14 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		}
 		return st, nil
 	}
+	if st.Schema, err = resultSchema(opts, stmt); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// resultSchema is the Arrow schema of a prepared statement's result.
+func resultSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Schema, error) {
 	n := int(duck.PreparedStatementColumnCount(stmt))
 	names := make([]string, n)
 	types := make([]duck.LogicalType, n)
@@ -95,8 +103,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	if err := errorData(ed); err != nil {
 		return nil, fmt.Errorf("%w: result schema: %w", ErrExecution, err)
 	}
-	st.Schema = schema
-	return st, nil
+	return schema, nil
 }
 
 func (e *Engine) checkDatabase(database string) error {
@@ -159,7 +166,7 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 }
 
 // runRow starts sql with its parameters bound to row of params (if any).
-func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.RecordBatch, row int) (*reader, error) {
+func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.RecordBatch, row int) (array.RecordReader, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -182,6 +189,8 @@ func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.
 			e.release(c)
 			return nil, err
 		}
+	} else if r := e.direct(ctx, c, stmt); r != nil {
+		return r, nil
 	}
 	r, err := e.execute(ctx, c, stmt)
 	if err != nil {
@@ -204,7 +213,7 @@ type rowsReader struct {
 	database string
 	params   arrow.RecordBatch
 	schema   *arrow.Schema
-	cur      *reader
+	cur      array.RecordReader
 	row      int
 	err      error
 	refs     int

@@ -1,0 +1,344 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
+)
+
+// A direct scan is a query that returns columns of one table as they are
+// stored: SELECT * or SELECT col, … FROM table, with no WHERE, GROUP BY,
+// ORDER BY, LIMIT, DISTINCT, join or parameter. It is the whole-table
+// export that dataframe clients and ETL jobs send, and DuckDB would add
+// nothing to it but a conversion of every value into its vectors and back
+// to Arrow, on one thread. Such a query is still parsed, bound and checked
+// by DuckDB (so errors and the result schema are DuckDB's), then streamed
+// straight from the buffer's chunks and the persisted files.
+
+// directScan is the table and columns of a direct scan.
+type directScan struct {
+	table *catalog.Table
+	cols  []int // table column of each output column
+}
+
+// directScanOf recognizes a direct scan in a statement parsed by
+// json_serialize_sql; db is the current database. Anything it does not
+// recognize is left to DuckDB.
+func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*directScan, bool) {
+	stmts, _ := tree["statements"].([]any)
+	if len(stmts) != 1 {
+		return nil, false
+	}
+	st, _ := stmts[0].(map[string]any)
+	if params, _ := st["named_param_map"].([]any); len(params) > 0 {
+		return nil, false
+	}
+	node, _ := st["node"].(map[string]any)
+	if node["type"] != "SELECT_NODE" || !empty(node["modifiers"]) || !empty(node["group_expressions"]) ||
+		!empty(node["group_sets"]) || node["where_clause"] != nil || node["having"] != nil ||
+		node["sample"] != nil || node["qualify"] != nil || node["aggregate_handling"] != "STANDARD_HANDLING" {
+		return nil, false
+	}
+	if ctes, _ := node["cte_map"].(map[string]any); ctes == nil || !empty(ctes["map"]) {
+		return nil, false
+	}
+	from, _ := node["from_table"].(map[string]any)
+	if from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil || !empty(from["column_name_alias"]) {
+		return nil, false
+	}
+	catalogName, _ := from["catalog_name"].(string)
+	schema, _ := from["schema_name"].(string)
+	name, _ := from["table_name"].(string)
+	alias, _ := from["alias"].(string)
+	if catalogName != "" && !strings.EqualFold(catalogName, "apron") {
+		return nil, false
+	}
+	if schema == "" {
+		schema = db
+	}
+	t := findTable(cat, schema, name)
+	if t == nil {
+		return nil, false
+	}
+	// Columns by lower-case name: DuckDB resolves names case-insensitively;
+	// a table with two names equal but for case is left to it.
+	byName := make(map[string]int, len(t.Columns))
+	for i, c := range t.Columns {
+		k := strings.ToLower(c.Name)
+		if _, dup := byName[k]; dup {
+			return nil, false
+		}
+		byName[k] = i
+	}
+	qualifier := strings.ToLower(t.Name)
+	if alias != "" {
+		qualifier = strings.ToLower(alias)
+	}
+	d := &directScan{table: t}
+	list, _ := node["select_list"].([]any)
+	for _, item := range list {
+		e, _ := item.(map[string]any)
+		switch e["type"] {
+		case "STAR":
+			rel, _ := e["relation_name"].(string)
+			if (rel != "" && strings.ToLower(rel) != qualifier) || e["columns"] != false || e["expr"] != nil ||
+				!empty(e["exclude_list"]) || !empty(e["replace_list"]) || !empty(e["rename_list"]) ||
+				!empty(e["qualified_exclude_list"]) {
+				return nil, false
+			}
+			for i := range t.Columns {
+				d.cols = append(d.cols, i)
+			}
+		case "COLUMN_REF":
+			names, _ := e["column_names"].([]any)
+			var col string
+			switch len(names) {
+			case 1:
+				col, _ = names[0].(string)
+			case 2:
+				rel, _ := names[0].(string)
+				if strings.ToLower(rel) != qualifier {
+					return nil, false
+				}
+				col, _ = names[1].(string)
+			default:
+				return nil, false
+			}
+			i, ok := byName[strings.ToLower(col)]
+			if !ok {
+				return nil, false
+			}
+			d.cols = append(d.cols, i)
+		default:
+			return nil, false
+		}
+	}
+	return d, len(d.cols) > 0
+}
+
+// findTable finds db.table as DuckDB would, ignoring case, or nil when
+// it is not exactly one Apron table.
+func findTable(cat *catalog.Catalog, db, table string) *catalog.Table {
+	var found *catalog.Table
+	for _, d := range cat.Databases() {
+		if !strings.EqualFold(d.Name, db) {
+			continue
+		}
+		for _, t := range d.TableList() {
+			if strings.EqualFold(t.Name, table) {
+				if found != nil {
+					return nil
+				}
+				found = t
+			}
+		}
+	}
+	return found
+}
+
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// fits says whether schema, DuckDB's result schema of the statement, is
+// what the scan streams: the table's column types, strings as utf8.
+func (d *directScan) fits(schema *arrow.Schema) bool {
+	if schema.NumFields() != len(d.cols) {
+		return false
+	}
+	for i, f := range schema.Fields() {
+		if !arrow.TypeEqual(f.Type, d.table.Columns[d.cols[i]].Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// directReader streams a direct scan: the table's chunks in the View, then
+// its persisted files, each batch projected onto the result schema.
+type directReader struct {
+	refs   atomic.Int64
+	schema *arrow.Schema
+	sub    *arrow.Schema // schema with the table's column names
+	ctx    context.Context
+	mem    memory.Allocator
+	g      *scanGlobal // for the persisted files' reader
+	chunks []buffer.Chunk
+	files  []buffer.PersistedFile
+	file   *fileReader
+	cur    arrow.RecordBatch
+	err    error
+	onDone func()
+}
+
+// newDirectReader starts streaming d over view, which it releases when
+// done, as it calls onDone.
+func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View, onDone func()) *directReader {
+	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
+	fields := make([]arrow.Field, len(d.table.Columns))
+	for i, f := range d.table.ArrowSchema().Fields() {
+		if f.Type.ID() == arrow.STRING {
+			f.Type = stringDictType
+		}
+		fields[i] = f
+	}
+	g := &scanGlobal{bind: &bindData{e: e, key: key, fields: fields, bounds: allTime}, proj: d.cols, ctx: ctx, view: view}
+	subFields := make([]arrow.Field, schema.NumFields())
+	for i, f := range schema.Fields() {
+		subFields[i] = arrow.Field{Name: fields[d.cols[i]].Name, Type: f.Type, Nullable: true}
+	}
+	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.wb.Allocator(), g: g, onDone: onDone}
+	r.refs.Store(1)
+	r.chunks = e.snapshot(view, key, allTime)
+	r.files = e.persistedFiles(view, key, allTime)
+	return r
+}
+
+func (r *directReader) Schema() *arrow.Schema          { return r.schema }
+func (r *directReader) Err() error                     { return r.err }
+func (r *directReader) RecordBatch() arrow.RecordBatch { return r.cur }
+func (r *directReader) Record() arrow.RecordBatch      { return r.cur }
+func (r *directReader) Retain()                        { r.refs.Add(1) }
+
+func (r *directReader) Release() {
+	if r.refs.Add(-1) > 0 {
+		return
+	}
+	r.finish()
+}
+
+// finish releases everything the reader holds; idempotent.
+func (r *directReader) finish() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	for _, c := range r.chunks {
+		c.Rec.Release()
+	}
+	r.chunks = nil
+	r.files = nil
+	if r.file != nil {
+		r.file.close()
+		r.file = nil
+	}
+	if r.g != nil {
+		r.g.destroy() // releases the View
+		r.g = nil
+	}
+	if r.onDone != nil {
+		r.onDone()
+		r.onDone = nil
+	}
+}
+
+func (r *directReader) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	for r.err == nil {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			break
+		}
+		var c buffer.Chunk
+		switch {
+		case r.file != nil:
+			next, ok, err := r.file.next()
+			if err != nil {
+				r.err = err
+				continue
+			}
+			if !ok {
+				r.file.close()
+				r.file = nil
+				continue
+			}
+			c = next
+		case len(r.chunks) > 0:
+			c = r.chunks[0]
+			r.chunks = r.chunks[1:]
+		case len(r.files) > 0:
+			f := r.files[0]
+			r.files = r.files[1:]
+			if r.file, r.err = r.g.openFile(f); r.err != nil {
+				r.err = fmt.Errorf("table %s.%s: %w", f.Database, f.Table, r.err)
+			}
+			continue
+		default:
+			r.finish()
+			return false
+		}
+		rec, err := r.project(c)
+		c.Rec.Release()
+		if err != nil {
+			r.err = err
+			continue
+		}
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		r.cur = rec
+		return true
+	}
+	r.finish()
+	return false
+}
+
+// project returns c's rows in the result schema (buffer.Project: columns
+// the chunk predates are null, dictionary strings decoded).
+func (r *directReader) project(c buffer.Chunk) (arrow.RecordBatch, error) {
+	rec, err := buffer.Project(c, r.sub, r.mem)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	return array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows()), nil
+}
+
+// direct starts stmt, just prepared on c, as a direct scan when it is one;
+// otherwise it returns nil and stmt is left as it was. The scan holds c
+// until it is done, as a query run by DuckDB would: it counts against
+// --max-concurrent-queries and shows in system.queries.
+func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatement) array.RecordReader {
+	v, ok := e.qstate.Load(c.id)
+	if !ok || v.(*queryState).direct == nil {
+		return nil
+	}
+	d := v.(*queryState).direct
+	var opts duck.ArrowOptions
+	duck.ConnectionGetArrowOptions(c.c, &opts)
+	schema, err := resultSchema(opts, stmt)
+	duck.DestroyArrowOptions(&opts)
+	if err != nil || !d.fits(schema) {
+		return nil
+	}
+	duck.DestroyPrepare(&stmt)
+	e.directScans.Add(1)
+	untrack := e.track(c.sql, c.schema)
+	return e.newDirectReader(ctx, d, schema, e.wb.View(), func() {
+		untrack()
+		e.release(c)
+	})
+}
