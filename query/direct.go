@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	duck "github.com/duckdb/duckdb-go-bindings"
 
@@ -276,8 +278,26 @@ func (r *directReader) Next() bool {
 			}
 			c = next
 		case len(r.chunks) > 0:
-			c = r.chunks[0]
-			r.chunks = r.chunks[1:]
+			k, rows := 0, int64(0)
+			for k < len(r.chunks) && (k == 0 || rows+r.chunks[k].Rec.NumRows() <= directBatchRows) {
+				rows += r.chunks[k].Rec.NumRows()
+				k++
+			}
+			rec, err := r.project(r.chunks[:k])
+			for _, c := range r.chunks[:k] {
+				c.Rec.Release()
+			}
+			r.chunks = r.chunks[k:]
+			if err != nil {
+				r.err = err
+				continue
+			}
+			if rec.NumRows() == 0 {
+				rec.Release()
+				continue
+			}
+			r.cur = rec
+			return true
 		case len(r.files) > 0:
 			f := r.files[0]
 			r.files = r.files[1:]
@@ -289,7 +309,7 @@ func (r *directReader) Next() bool {
 			r.finish()
 			return false
 		}
-		rec, err := r.project(c)
+		rec, err := r.project([]buffer.Chunk{c})
 		c.Rec.Release()
 		if err != nil {
 			r.err = err
@@ -306,15 +326,185 @@ func (r *directReader) Next() bool {
 	return false
 }
 
-// project returns c's rows in the result schema (buffer.Project: columns
-// the chunk predates are null, dictionary strings decoded).
-func (r *directReader) project(c buffer.Chunk) (arrow.RecordBatch, error) {
-	rec, err := buffer.Project(c, r.sub, r.mem)
-	if err != nil {
-		return nil, err
+// directBatchRows is how many rows of buffered chunks a direct scan joins
+// into one batch: a batch is built with one copy of its values however
+// many chunks it joins, and the stream cuts it into gRPC messages without
+// copying.
+const directBatchRows = 64 << 10
+
+// project returns the rows of chunks, one after the other, as one batch
+// of the result schema: columns the chunks lack are null, dictionary
+// strings decoded. Each value is copied once (a single chunk's
+// fixed-width columns not at all).
+func (r *directReader) project(chunks []buffer.Chunk) (arrow.RecordBatch, error) {
+	var n int64
+	for _, c := range chunks {
+		n += c.Rec.NumRows()
 	}
-	defer rec.Release()
-	return array.NewRecordBatch(r.schema, rec.Columns(), rec.NumRows()), nil
+	cols := make([]arrow.Array, r.sub.NumFields())
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	parts := make([]arrow.Array, len(chunks))
+	for i, f := range r.sub.Fields() {
+		strs := false
+		for j, c := range chunks {
+			parts[j] = nil
+			if idx := c.Rec.Schema().FieldIndices(f.Name); len(idx) > 0 {
+				parts[j] = c.Rec.Column(idx[0])
+				if !arrow.TypeEqual(parts[j].DataType(), f.Type) {
+					d, ok := parts[j].(*array.Dictionary)
+					if !ok || f.Type.ID() != arrow.STRING {
+						return nil, fmt.Errorf("column %q is %s in the buffer, %s in the result", f.Name, parts[j].DataType(), f.Type)
+					}
+					if _, ok := d.Dictionary().(*array.String); !ok {
+						return nil, fmt.Errorf("column %q is %s in the buffer, %s in the result", f.Name, parts[j].DataType(), f.Type)
+					}
+					strs = true
+				}
+			}
+		}
+		var err error
+		if strs {
+			cols[i] = decodeStrings(parts, chunks, r.mem)
+		} else {
+			cols[i], err = concatColumn(parts, chunks, f.Type, r.mem)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	return array.NewRecordBatch(r.schema, cols, n), nil
+}
+
+// decodeStrings joins string columns, plain or dictionaries of utf8 (nil:
+// the chunk lacks the column), into one utf8 array: sized in a first pass,
+// then filled by copying each value's bytes, with no per-value builder
+// call (that was half of a direct scan's CPU).
+func decodeStrings(parts []arrow.Array, chunks []buffer.Chunk, mem memory.Allocator) arrow.Array {
+	type part struct {
+		rows   int
+		offs   []int32 // of the values: a plain column's, or the dictionary's
+		data   []byte
+		idx    []int32 // dictionary indices; nil for a plain column
+		arr    arrow.Array
+		absent bool
+	}
+	ps := make([]part, len(parts))
+	rows, size, nulls := 0, 0, 0
+	for j, p := range parts {
+		n := int(chunks[j].Rec.NumRows())
+		ps[j] = part{rows: n, arr: p}
+		rows += n
+		switch p := p.(type) {
+		case nil:
+			ps[j].absent = true
+			nulls += n
+			continue
+		case *array.String:
+			ps[j].offs, ps[j].data = p.ValueOffsets(), p.ValueBytes()
+		case *array.Dictionary:
+			dict := p.Dictionary().(*array.String)
+			ps[j].offs, ps[j].data = dict.ValueOffsets(), dict.ValueBytes()
+			if p.Indices().DataType().ID() == arrow.INT32 {
+				ps[j].idx = int32Values(p.Indices())
+			} else {
+				ps[j].idx = make([]int32, n)
+				for k := range n {
+					ps[j].idx[k] = int32(p.GetValueIndex(k))
+				}
+			}
+		}
+		nulls += p.NullN()
+		for k := range n {
+			if p.NullN() > 0 && p.IsNull(k) {
+				continue
+			}
+			v := k
+			if ps[j].idx != nil {
+				v = int(ps[j].idx[k])
+			}
+			size += int(ps[j].offs[v+1] - ps[j].offs[v])
+		}
+	}
+	offsetsBuf := memory.NewResizableBuffer(mem)
+	offsetsBuf.Resize((rows + 1) * 4)
+	dataBuf := memory.NewResizableBuffer(mem)
+	dataBuf.Resize(size)
+	offsets := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offsetsBuf.Bytes()))), rows+1)
+	data := dataBuf.Bytes()
+	var validBuf *memory.Buffer
+	var valid []byte
+	if nulls > 0 {
+		validBuf = memory.NewResizableBuffer(mem)
+		validBuf.Resize(int(bitutil.BytesForBits(int64(rows))))
+		valid = validBuf.Bytes()
+	}
+	row, pos := 0, int32(0)
+	for _, p := range ps {
+		if p.absent {
+			for k := range p.rows {
+				offsets[row+k] = pos
+			}
+			if valid != nil {
+				bitutil.SetBitsTo(valid, int64(row), int64(p.rows), false)
+			}
+			row += p.rows
+			continue
+		}
+		hasNulls := p.arr.NullN() > 0
+		if valid != nil {
+			if hasNulls {
+				bitutil.CopyBitmap(p.arr.NullBitmapBytes(), p.arr.Data().Offset(), p.rows, valid, row)
+			} else {
+				bitutil.SetBitsTo(valid, int64(row), int64(p.rows), true)
+			}
+		}
+		for k := range p.rows {
+			offsets[row] = pos
+			row++
+			if hasNulls && p.arr.IsNull(k) {
+				continue
+			}
+			v := k
+			if p.idx != nil {
+				v = int(p.idx[k])
+			}
+			pos += int32(copy(data[pos:], p.data[p.offs[v]:p.offs[v+1]]))
+		}
+	}
+	offsets[rows] = pos
+	d := array.NewData(arrow.BinaryTypes.String, rows, []*memory.Buffer{validBuf, offsetsBuf, dataBuf}, nil, nulls, 0)
+	defer d.Release()
+	for _, b := range []*memory.Buffer{validBuf, offsetsBuf, dataBuf} {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(d)
+}
+
+// concatColumn joins a column of the chunks (nil: the chunk lacks it,
+// nulls) into one array.
+func concatColumn(parts []arrow.Array, chunks []buffer.Chunk, dt arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
+	if len(parts) == 1 && parts[0] != nil {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	arrs := make([]arrow.Array, len(parts))
+	for j, p := range parts {
+		if p == nil {
+			arrs[j] = array.MakeArrayOfNull(mem, dt, int(chunks[j].Rec.NumRows()))
+			defer arrs[j].Release()
+			continue
+		}
+		arrs[j] = p
+	}
+	return array.Concatenate(arrs, mem)
 }
 
 // direct starts stmt, just prepared on c, as a direct scan when it is one;
