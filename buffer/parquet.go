@@ -98,8 +98,8 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 		return partFile{}, fmt.Errorf("buffer: schema %s does not start with %q", out, TimeColumn)
 	}
 	// Runs last, once every batch and writer buffer is released.
-	r := newRecycler(mem)
-	defer r.close()
+	r := NewRecycler(mem)
+	defer r.Close()
 	mem = r
 	src, err := newPartSource(out, chunks, mem)
 	if err != nil {

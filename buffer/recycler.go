@@ -7,18 +7,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// recycler is a memory.Allocator that keeps what is freed and hands it out
-// again, for the allocations of one persist: gathered batches and the
-// Parquet writer's pages come and go by the thousand, and from the Go heap
-// each one would be garbage until the next GC. With a large buffer the GC
-// runs seldom (its goal is twice the live heap), so that garbage grows the
-// heap, and the process's RSS, by up to the buffer's size, and every new
-// buffer is memory the kernel must fault in. Recycled buffers are neither.
+// Recycler is a memory.Allocator that keeps what is freed and hands it out
+// again, for work that allocates and frees many short-lived buffers: a
+// persist (gathered batches, the Parquet writer's pages) or a query
+// streaming decoded batches. From the Go heap each one would be garbage
+// until the next GC: with a large buffer (GOGC=100: the GC's goal is twice
+// the live heap) that garbage grows the heap, and the process's RSS, by up
+// to the buffer's size; with a low GOGC it makes the GC run often; and
+// every new buffer is memory the kernel must fault in. Recycled buffers
+// are none of that.
 //
-// Buffers are kept by power-of-two size class. close gives every kept
-// buffer back to the parent allocator, so a checked parent still sees a
-// leak. Safe for concurrent use.
-type recycler struct {
+// Buffers are kept by power-of-two size class, at most maxRecycled bytes
+// in all. Close gives every kept buffer back to the parent allocator, so a
+// checked parent still sees a leak. Safe for concurrent use.
+type Recycler struct {
 	parent memory.Allocator
 	mu     struct {
 		sync.Mutex
@@ -35,7 +37,7 @@ const (
 	maxRecycled = 128 << 20
 )
 
-func newRecycler(parent memory.Allocator) *recycler { return &recycler{parent: parent} }
+func NewRecycler(parent memory.Allocator) *Recycler { return &Recycler{parent: parent} }
 
 // class is the size class of a request of n bytes.
 func recycleClass(n int) int {
@@ -46,7 +48,7 @@ func recycleClass(n int) int {
 }
 
 // Allocate returns n zeroed bytes, as memory.Allocator requires.
-func (r *recycler) Allocate(n int) []byte {
+func (r *Recycler) Allocate(n int) []byte {
 	c := recycleClass(n)
 	if c > maxRecycleClass {
 		return r.parent.Allocate(n)
@@ -67,7 +69,7 @@ func (r *recycler) Allocate(n int) []byte {
 
 // Reallocate grows or shrinks b to n bytes, in place when its class has
 // room.
-func (r *recycler) Reallocate(n int, b []byte) []byte {
+func (r *Recycler) Reallocate(n int, b []byte) []byte {
 	if n <= cap(b) && recycleClass(cap(b)) == recycleClass(n) {
 		old := len(b)
 		b = b[:n]
@@ -83,7 +85,7 @@ func (r *recycler) Reallocate(n int, b []byte) []byte {
 }
 
 // Free keeps b for a later Allocate of its class.
-func (r *recycler) Free(b []byte) {
+func (r *Recycler) Free(b []byte) {
 	c := recycleClass(cap(b))
 	if cap(b) != 1<<c || c > maxRecycleClass {
 		// Not one of ours (or too large to keep).
@@ -101,8 +103,9 @@ func (r *recycler) Free(b []byte) {
 	r.mu.Unlock()
 }
 
-// close gives every kept buffer back to the parent.
-func (r *recycler) close() {
+// Close gives every kept buffer back to the parent. The Recycler may be
+// used again after.
+func (r *Recycler) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for c := range r.mu.free {

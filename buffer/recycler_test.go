@@ -9,7 +9,7 @@ import (
 func TestRecycler(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	r := newRecycler(mem)
+	r := NewRecycler(mem)
 
 	a := r.Allocate(1000)
 	if len(a) != 1000 || cap(a) != 1024 {
@@ -41,7 +41,7 @@ func TestRecycler(t *testing.T) {
 	}
 	r.Free(d)
 	if mem.CurrentAlloc() == 0 {
-		t.Fatal("the recycler gave freed buffers back early")
+		t.Fatal("the Recycler gave freed buffers back early")
 	}
-	r.close()
+	r.Close()
 }

@@ -192,6 +192,12 @@ const maxChunkBytes = 2 << 20
 // ones.
 const coalesceRows = 64 << 10
 
+// sendAloneRows is the size from which a batch is sent as it is rather
+// than gathered with others: joining copies every value, and a message of
+// that many rows already carries its overhead (a direct scan hands out the
+// buffer's chunks, 8192 rows each).
+const sendAloneRows = 8 << 10
+
 // concatBatches joins batches of one schema into one.
 func concatBatches(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	ncols := int(recs[0].NumCols())
@@ -288,6 +294,16 @@ func (s *SQLServer) stream(ctx context.Context, rdr array.RecordReader, done fun
 			rec := rdr.RecordBatch()
 			n := rec.NumRows()
 			size := util.TotalRecordSize(rec)
+			if n >= sendAloneRows && size <= maxChunkBytes {
+				if !flush() {
+					return
+				}
+				rec.Retain()
+				if !send(flight.StreamChunk{Data: rec}) {
+					return
+				}
+				continue
+			}
 			if size <= maxChunkBytes {
 				if pendingBytes+size > maxChunkBytes || pendingRows+n > coalesceRows {
 					if !flush() {

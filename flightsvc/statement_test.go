@@ -41,7 +41,7 @@ func wideBatch(mem memory.Allocator, n, width int) arrow.RecordBatch {
 }
 
 // TestStreamChunks: batches bigger than maxChunkBytes are cut, small ones
-// are gathered into one, every row arrives once, and nothing leaks, also
+// are gathered into one, those of sendAloneRows rows go as they are, every row arrives once, and nothing leaks, also
 // when the consumer goes away.
 func TestStreamChunks(t *testing.T) {
 	for _, tc := range []struct {
@@ -54,7 +54,8 @@ func TestStreamChunks(t *testing.T) {
 		{"small", 100, 10, 0, 1},
 		{"wide", 2048, 4096, 0, 10},
 		{"cancelled", 2048, 4096, 2, 0},
-		{"many_small", coalesceRows / 2, 8, 0, 1},
+		{"many_small", sendAloneRows / 2, 8, 0, 1},
+		{"chunk_sized", sendAloneRows, 8, 0, 2}, // sent as they are, not joined
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)

@@ -208,7 +208,7 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	for i, f := range schema.Fields() {
 		subFields[i] = arrow.Field{Name: fields[d.cols[i]].Name, Type: f.Type, Nullable: true}
 	}
-	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.wb.Allocator(), g: g, onDone: onDone}
+	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g, onDone: onDone}
 	r.refs.Store(1)
 	r.chunks = e.snapshot(view, key, allTime)
 	r.files = e.persistedFiles(view, key, allTime)
@@ -327,10 +327,10 @@ func (r *directReader) Next() bool {
 }
 
 // directBatchRows is how many rows of buffered chunks a direct scan joins
-// into one batch: a batch is built with one copy of its values however
-// many chunks it joins, and the stream cuts it into gRPC messages without
-// copying.
-const directBatchRows = 64 << 10
+// into one batch: chunks of that size (the buffer's) go out one by one, with
+// their fixed-width columns not copied at all; smaller ones (the open
+// chunk's, a small partition's) are joined, each value copied once.
+const directBatchRows = 8 << 10
 
 // project returns the rows of chunks, one after the other, as one batch
 // of the result schema: columns the chunks lack are null, dictionary

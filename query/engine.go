@@ -114,6 +114,9 @@ type Engine struct {
 	chunksScanned atomic.Int64 // buffered chunks read by scans
 	chunksPruned  atomic.Int64 // buffered chunks skipped by time pruning
 	directScans   atomic.Int64 // queries streamed as direct scans
+	// scanMem allocates the batches direct scans build; they are released
+	// once sent, and reused.
+	scanMem *buffer.Recycler
 
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
@@ -155,7 +158,8 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent)}
+	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent),
+		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
 			if _, local := inPlace(store, buffer.PersistedFile{Path: "x"}); !local {
@@ -275,6 +279,8 @@ func (e *Engine) Close() error {
 	e.mu.open = 0
 	e.mu.Unlock()
 	e.closeDuckDB()
+	// Every query has given its connection back: no scan allocates now.
+	e.scanMem.Close()
 	return nil
 }
 
