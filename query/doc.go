@@ -88,6 +88,21 @@
 // at Open). Views and macros are kept consistent by a lock held from
 // setting the macros until the statement is bound.
 //
+// # Direct scans
+//
+// A query that only returns columns of one table as they are (SELECT * or
+// SELECT col, … FROM table: no WHERE, GROUP BY, ORDER BY, LIMIT, DISTINCT,
+// join, CTE or parameter; direct.go) is parsed, bound and typed by DuckDB
+// as any other, so its errors and result schema are DuckDB's, but it is
+// not executed there: its rows are streamed from the View's chunks and
+// persisted files, the buffer's chunks one by one with their fixed-width
+// columns not copied, dictionary strings decoded into batches allocated
+// from a Recycler (freed once sent, and reused). DuckDB would add nothing
+// to such a query but a conversion of every value to its vectors and back
+// to Arrow, on one thread. It holds its connection until it ends, so it
+// counts against --max-concurrent-queries and shows in system.queries;
+// Stats.DirectScans counts them.
+//
 // # File cache
 //
 // Files are fetched whole from the object store with Get into a temporary
