@@ -186,8 +186,26 @@ func TestPersistWhileQuerying(t *testing.T) {
 	}
 	want := []string{fmt.Sprintf("%d|%s|%d", w.n, floatString(w.sum), w.n)}
 	var wg sync.WaitGroup
-	var queries atomic.Int64
+	var queries, directs atomic.Int64
 	done := make(chan struct{})
+	// A direct scan (streamed from the View, not by DuckDB) sees each row
+	// once too.
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			rows, _, err := collect(s.e.Query(context.Background(), "SELECT time, host, usage FROM db.cpu", ""))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			directs.Add(1)
+			equalRows(t, "direct scan while persisting", sorted(rows), w.rows)
+		}
+	})
 	for range 2 {
 		wg.Go(func() {
 			for {
@@ -212,8 +230,11 @@ func TestPersistWhileQuerying(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	close(done)
 	wg.Wait()
-	if queries.Load() < 5 {
-		t.Errorf("only %d queries ran", queries.Load())
+	if queries.Load() < 5 || directs.Load() < 2 {
+		t.Errorf("only %d queries and %d direct scans ran", queries.Load(), directs.Load())
+	}
+	if st := s.e.Stats(); st.DirectScans < directs.Load() {
+		t.Errorf("%d direct scans counted, %d run", st.DirectScans, directs.Load())
 	}
 	equalRows(t, "after", s.query("SELECT count(*), sum(usage), count(DISTINCT time) FROM db.cpu", ""), want)
 	equalRows(t, "rows", s.query("SELECT time, host, usage FROM db.cpu ORDER BY time", ""), w.rows)
