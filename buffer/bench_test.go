@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"testing"
 	"time"
@@ -125,6 +126,10 @@ func BenchmarkBufferMemory(b *testing.B) {
 // (replay: read, check, IPC-decode, validate, buffer) next to only reading
 // and IPC-decoding the same files. Target: replay at least 50% as fast.
 func BenchmarkReplay(b *testing.B) {
+	// As apron serve runs, unless GOGC says otherwise.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(DefaultGOGC))
+	}
 	size := int64(1 << 30)
 	if s := os.Getenv("APRON_BENCH_WAL_BYTES"); s != "" {
 		size, _ = strconv.ParseInt(s, 10, 64)
