@@ -49,6 +49,15 @@ func recycleClass(n int) int {
 
 // Allocate returns n zeroed bytes, as memory.Allocator requires.
 func (r *Recycler) Allocate(n int) []byte {
+	// The parent's memory comes zeroed; only a reused buffer is cleared.
+	b := r.AllocateUninitialized(n)
+	clear(b)
+	return b
+}
+
+// AllocateUninitialized is Allocate without zeroing a reused buffer, for
+// a caller that overwrites every byte before anything reads it.
+func (r *Recycler) AllocateUninitialized(n int) []byte {
 	c := recycleClass(n)
 	if c > maxRecycleClass {
 		return r.parent.Allocate(n)
@@ -59,9 +68,7 @@ func (r *Recycler) Allocate(n int) []byte {
 		r.mu.free[c] = r.mu.free[c][:l-1]
 		r.mu.kept -= int64(cap(b))
 		r.mu.Unlock()
-		b = b[:n]
-		clear(b)
-		return b
+		return b[:n]
 	}
 	r.mu.Unlock()
 	return r.parent.Allocate(1 << c)[:n]

@@ -2,9 +2,12 @@ package flightsvc
 
 import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/apron-db/apron/buffer"
 )
 
 // MaxMessageSize bounds one gRPC message each way. gRPC's default receive
@@ -19,9 +22,14 @@ const MaxMessageSize = 256 << 20
 // carries the session options of SetSessionOptions.
 func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	unary, stream := sessionInterceptors(svc.sql.sessions, svc.sql.log)
+	// FlightData bodies are decoded into recycled memory (bodyCodec); plain
+	// Go memory underneath, so a body never given back is just garbage.
+	bodies := buffer.NewRecycler(memory.DefaultAllocator)
+	svc.bodies = bodies
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
+		grpc.ForceServerCodecV2(newBodyCodec(bodies)),
 	}, opts...)
 	srv := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(srv, svc)

@@ -64,7 +64,7 @@ func (s *Service) putPath(stream flight.FlightService_DoPutServer, d *flight.Fli
 	if err != nil {
 		return statusOf(err)
 	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.sql.mem))
+	rdr, err := newPutReader(stream, s.bodies, ipc.WithAllocator(s.sql.mem))
 	if err != nil {
 		return statusOf(fmt.Errorf("%w: reading the stream's schema: %w", errInvalidRequest, err))
 	}

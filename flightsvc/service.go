@@ -8,6 +8,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Service is the gRPC Flight service: plain Flight for PATH descriptors and
@@ -16,6 +21,10 @@ type Service struct {
 	flight.BaseFlightServer
 	sql     *SQLServer
 	adapter flight.FlightServer
+	// bodies is where bodyCodec puts the FlightData bodies it decodes, nil
+	// when the gRPC server runs without it (see NewGRPCServer). Ingest
+	// streams are then read with putReader, which gives bodies back.
+	bodies memory.Allocator
 }
 
 // NewService wraps a Flight SQL server.
@@ -54,7 +63,44 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 	if d.Type == flight.DescriptorPATH {
 		return s.putPath(ps, d)
 	}
+	if cmd := ingestCommand(d); cmd != nil {
+		return s.putIngest(ps, cmd)
+	}
 	return s.adapter.DoPut(ps)
+}
+
+// ingestCommand returns the CommandStatementIngest a CMD descriptor
+// carries, or nil.
+func ingestCommand(d *flight.FlightDescriptor) *flightpb.CommandStatementIngest {
+	var a anypb.Any
+	if d.Type != flight.DescriptorCMD || proto.Unmarshal(d.Cmd, &a) != nil {
+		return nil
+	}
+	var cmd flightpb.CommandStatementIngest
+	if !a.MessageIs(&cmd) || a.UnmarshalTo(&cmd) != nil {
+		return nil
+	}
+	return &cmd
+}
+
+// putIngest serves a Flight SQL bulk ingest as arrow-go's Flight SQL
+// adapter does (the record count first, then any error: rows before a
+// failure may be written), reading the stream with putReader.
+func (s *Service) putIngest(stream flight.FlightService_DoPutServer, cmd *flightpb.CommandStatementIngest) error {
+	rdr, err := newPutReader(stream, s.bodies, ipc.WithAllocator(s.sql.mem), ipc.WithDelayReadSchema(true))
+	if err != nil {
+		return statusOf(fmt.Errorf("%w: reading the stream: %w", errInvalidRequest, err))
+	}
+	defer rdr.Release()
+	n, rpcErr := s.sql.DoPutCommandStatementIngest(stream.Context(), cmd, rdr)
+	md, err := proto.Marshal(&flightpb.DoPutUpdateResult{RecordCount: n})
+	if err != nil {
+		return statusOf(fmt.Errorf("encoding the put result: %w", err))
+	}
+	if err := stream.Send(&flight.PutResult{AppMetadata: md}); err != nil {
+		return err
+	}
+	return rpcErr
 }
 
 func (s *Service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
