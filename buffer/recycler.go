@@ -110,6 +110,13 @@ func (r *Recycler) Free(b []byte) {
 	r.mu.Unlock()
 }
 
+// Kept is the bytes of the buffers kept for reuse now.
+func (r *Recycler) Kept() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.kept
+}
+
 // Close gives every kept buffer back to the parent. The Recycler may be
 // used again after.
 func (r *Recycler) Close() {
