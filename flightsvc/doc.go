@@ -14,6 +14,20 @@
 //     Flight, served here; everything else goes to arrow-go's Flight SQL
 //     adapter, which only understands Flight SQL commands.
 //
+// # Ingest memory
+//
+// The gRPC server decodes FlightData with bodyCodec: protobuf, but the
+// data_body (the Arrow buffers of a batch) is copied into memory from a
+// buffer.Recycler instead of a new allocation. Ingest streams (Flight SQL
+// bulk ingest, which Service serves itself as arrow-go's adapter would,
+// and PATH DoPuts) are read with putReader, which hands the IPC reader
+// each body as a reference-counted buffer of that Recycler: once the last
+// array over a body is released (the write path copies what it keeps into
+// the WAL record and the buffer's chunks) it is reused for the next
+// message, warm, instead of the kernel faulting in fresh pages for every
+// batch. Other DoPuts go through the adapter; their bodies are garbage as
+// gRPC's own would be.
+//
 // # SQL
 //
 // The current database (where unqualified table names resolve) is the
@@ -23,7 +37,8 @@
 // its schema) and answers one endpoint whose ticket is a
 // TicketStatementQuery holding JSON {sql, database, id}; DoGet runs it and
 // streams DuckDB's batches through an unbuffered channel, cut to at most
-// 2 MiB each. Prepared statements live in a handle map (idle expiry 1h,
+// 2 MiB each; batches of 8192 rows or more go as they are, smaller ones
+// are joined. Prepared statements live in a handle map (idle expiry 1h,
 // at most 10000) with the parameters last bound by DoPut.
 //
 // The package imports the query engine, so it builds only with the tag
