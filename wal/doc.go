@@ -47,6 +47,23 @@
 // Because the length is covered by the CRC, an all-zero record header never
 // checks out (the CRC of four zero bytes is not zero).
 //
+// # Direct I/O
+//
+// Where the file system allows it (Linux, not tmpfs), the Writer opens each
+// file a second time with O_DIRECT and writes records through it: a group
+// is copied into an aligned staging buffer after the bytes of the file's
+// last partial 4096-byte block, padded with zeros to the next block
+// boundary, and written with one aligned pwrite at that block's offset (the
+// already acknowledged bytes of the block are rewritten with themselves,
+// which a torn write cannot damage), then synced as usual. The data never
+// passes through the page cache: measured on the 2-core test machine, a
+// 4.8 MB write + fdatasync took 0.40-0.47 ms of CPU direct against 1.3-7.8
+// ms buffered. So an open file ends in up to 4095 zero bytes after its last
+// record; Rotate and Close truncate it to its last record and sync, so a
+// closed file has no padding. A crash leaves the padding, which replay
+// cuts as a torn tail (an all-zero record header). Without direct I/O the
+// Writer writes through the page cache, in the same format.
+//
 // # Payload of an Apron record (Entry)
 //
 // The payload of each record written by the server is an Entry

@@ -34,6 +34,25 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
+// DirectOpener is implemented by an FS that can open a file for direct
+// I/O (O_DIRECT), which the Writer then uses for records (see doc.go,
+// Direct I/O).
+type DirectOpener interface {
+	OpenDirect(name string) (DirectFile, error)
+}
+
+// DirectFile is a file opened for direct I/O: every WriteAt must start at a
+// multiple of DirectBlockSize, be a multiple of it long, and come from
+// memory aligned to it.
+type DirectFile interface {
+	WriteAt(p []byte, off int64) (int, error)
+	Close() error
+}
+
+// DirectBlockSize is the alignment of direct I/O: 4096 covers the logical
+// block size of today's disks.
+const DirectBlockSize = 4096
+
 // OSFS returns the FS of the operating system.
 func OSFS() FS { return osFS{} }
 

@@ -58,6 +58,9 @@ type FS struct {
 	// PartialWrites makes an injected Write failure write the first half of
 	// the bytes before it returns the error (a short write).
 	PartialWrites bool
+	// Direct lets the wal.Writer open its files for direct I/O (when the
+	// inner FS can); without it the Writer writes through the page cache.
+	Direct bool
 
 	mu     sync.Mutex
 	counts [numOps]int
@@ -181,6 +184,34 @@ func (f *FS) SyncDir(dir string) error {
 		return &os.PathError{Op: "sync", Path: dir, Err: err}
 	}
 	return f.inner.SyncDir(dir)
+}
+
+// OpenDirect opens name for direct I/O through the inner FS when Direct is
+// set (and the inner FS can), counting its writes as OpWrite; otherwise it
+// fails, and the wal.Writer writes through the page cache.
+func (f *FS) OpenDirect(name string) (wal.DirectFile, error) {
+	do, ok := f.inner.(wal.DirectOpener)
+	if !f.Direct || !ok {
+		return nil, errors.New("waltest: direct I/O not enabled")
+	}
+	df, err := do.OpenDirect(name)
+	if err != nil {
+		return nil, err
+	}
+	return &errDirectFile{DirectFile: df, fs: f, name: name}, nil
+}
+
+type errDirectFile struct {
+	wal.DirectFile
+	fs   *FS
+	name string
+}
+
+func (e *errDirectFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := e.fs.step(OpWrite); err != nil {
+		return 0, &os.PathError{Op: "write", Path: e.name, Err: err}
+	}
+	return e.DirectFile.WriteAt(p, off)
 }
 
 type errFile struct {
