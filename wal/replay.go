@@ -245,11 +245,18 @@ func tornHeader(f File, size int64) (bool, error) {
 }
 
 func (r *replayer) truncate(path string, id uint64, off, size int64, cause error) error {
-	r.logger.Warn("wal: torn tail in the newest file (unfinished write); truncating to the last whole record",
-		"file", path, "segment", id, "offset", off, "dropped_bytes", size-off, "reason", cause.Error())
 	f, err := r.fs.OpenRW(path)
 	if err != nil {
 		return fmt.Errorf("wal: open %s to truncate torn tail: %w", path, err)
+	}
+	if paddingOnly(f, off, size) {
+		// What direct writes leave in a file that was not closed (doc.go,
+		// Direct I/O): nothing was lost.
+		r.logger.Info("wal: zero padding after the last record of the newest file (the server did not stop cleanly); truncating it",
+			"file", path, "segment", id, "offset", off, "dropped_bytes", size-off)
+	} else {
+		r.logger.Warn("wal: torn tail in the newest file (unfinished write); truncating to the last whole record",
+			"file", path, "segment", id, "offset", off, "dropped_bytes", size-off, "reason", cause.Error())
 	}
 	if err := f.Truncate(off); err != nil {
 		_ = f.Close()
@@ -264,6 +271,19 @@ func (r *replayer) truncate(path string, id uint64, off, size int64, cause error
 	}
 	r.stats.TruncatedBytes += size - off
 	return nil
+}
+
+// paddingOnly says whether bytes [off, size) of f are the zero padding of
+// a direct write: zeros up to a block boundary, less than a block.
+func paddingOnly(f File, off, size int64) bool {
+	if size%DirectBlockSize != 0 || size-off >= DirectBlockSize || size <= off {
+		return false
+	}
+	tail := make([]byte, size-off)
+	if _, err := f.ReadAt(tail, off); err != nil {
+		return false
+	}
+	return !slices.ContainsFunc(tail, func(b byte) bool { return b != 0 })
 }
 
 // corrupt returns a *CorruptionError, or with MoveCorrupt copies the file
