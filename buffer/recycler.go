@@ -49,18 +49,27 @@ func recycleClass(n int) int {
 
 // Allocate returns n zeroed bytes, as memory.Allocator requires.
 func (r *Recycler) Allocate(n int) []byte {
-	// The parent's memory comes zeroed; only a reused buffer is cleared.
-	b := r.AllocateUninitialized(n)
-	clear(b)
+	b, reused := r.take(n)
+	if reused {
+		// The parent's memory comes zeroed; a reused buffer is cleared.
+		clear(b)
+	}
 	return b
 }
 
 // AllocateUninitialized is Allocate without zeroing a reused buffer, for
 // a caller that overwrites every byte before anything reads it.
 func (r *Recycler) AllocateUninitialized(n int) []byte {
+	b, _ := r.take(n)
+	return b
+}
+
+// take returns n bytes of a kept buffer of n's class (reused) or of a new
+// one from the parent.
+func (r *Recycler) take(n int) (_ []byte, reused bool) {
 	c := recycleClass(n)
 	if c > maxRecycleClass {
-		return r.parent.Allocate(n)
+		return r.parent.Allocate(n), false
 	}
 	r.mu.Lock()
 	if l := len(r.mu.free[c]); l > 0 {
@@ -68,10 +77,10 @@ func (r *Recycler) AllocateUninitialized(n int) []byte {
 		r.mu.free[c] = r.mu.free[c][:l-1]
 		r.mu.kept -= int64(cap(b))
 		r.mu.Unlock()
-		return b[:n]
+		return b[:n], true
 	}
 	r.mu.Unlock()
-	return r.parent.Allocate(1 << c)[:n]
+	return r.parent.Allocate(1 << c)[:n], false
 }
 
 // Reallocate grows or shrinks b to n bytes, in place when its class has
