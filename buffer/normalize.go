@@ -59,28 +59,52 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*bat
 		cols[i] = timeArr
 	}
 	defer timeArr.Release()
+	// Binary offsets are checked here, before the WAL: the buffer trusts
+	// them (string offsets encodeStrings checks).
+	for i, f := range fields {
+		var err error
+		switch f.Type.ID() {
+		case arrow.BINARY:
+			err = validateOffsets(offsetsOf[int32](cols[i]), cols[i].Len(), len(rawData(cols[i])))
+		case arrow.LARGE_BINARY:
+			err = validateOffsets(offsetsOf[int64](cols[i]), cols[i].Len(), len(rawData(cols[i])))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
 	// Each string column is hashed on its own goroutine: hashing is most
 	// of a write's CPU, and the columns share nothing.
 	var strs []int
 	for i, f := range fields {
-		if id := f.Type.ID(); id == arrow.STRING || id == arrow.LARGE_STRING {
+		if isStringType(f.Type) {
 			strs = append(strs, i)
 		}
 	}
 	dicts := make([]arrow.Array, len(strs))
+	errs := make([]error, len(strs))
 	if len(strs) > 1 && rec.NumRows() >= parallelEncodeRows {
 		var wg sync.WaitGroup
 		for j, i := range strs {
-			wg.Go(func() { dicts[j] = encodeStrings(cols[i]) })
+			wg.Go(func() { dicts[j], errs[j] = encodeStrings(cols[i]) })
 		}
 		wg.Wait()
 	} else {
 		for j, i := range strs {
-			dicts[j] = encodeStrings(cols[i])
+			dicts[j], errs[j] = encodeStrings(cols[i])
+		}
+	}
+	for j := range strs {
+		if dicts[j] != nil {
+			defer dicts[j].Release()
 		}
 	}
 	for j, i := range strs {
-		defer dicts[j].Release()
+		if errs[j] != nil {
+			return nil, fmt.Errorf("column %q: %w", fields[i].Name, errs[j])
+		}
+	}
+	for j, i := range strs {
 		cols[i] = dicts[j]
 		fields[i] = arrow.Field{Name: fields[i].Name, Type: dicts[j].DataType(), Nullable: fields[i].Nullable}
 	}
@@ -142,22 +166,19 @@ func toNanos(arr arrow.Array) (arrow.Array, error) {
 	return array.MakeFromData(data), nil
 }
 
+// isStringType: utf8, large utf8, or a dictionary of either; encodeStrings
+// takes them all.
+func isStringType(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return true
+	case arrow.DICTIONARY:
+		v := t.(*arrow.DictionaryType).ValueType.ID()
+		return v == arrow.STRING || v == arrow.LARGE_STRING
+	}
+	return false
+}
+
 // parallelEncodeRows is the batch size from which string columns are
 // encoded in parallel: below it, starting goroutines costs more.
 const parallelEncodeRows = 16 << 10
-
-// encodeStrings dictionary-encodes a utf8 or large utf8 column. Hashing
-// each string once here, before the WAL, makes the WAL record smaller
-// (repeated tags cost 4 bytes a row) and lets the buffer and replay intern
-// each distinct value of a batch once instead of each row.
-func encodeStrings(arr arrow.Array) arrow.Array {
-	c := newStringColumn(nil)
-	c.reserve(arr.Len())
-	if err := c.appendFrom(arr, 0, arr.Len()); err != nil {
-		// Only a string column over 1 GiB gets here; keep it as it is,
-		// the buffer then interns it row by row.
-		arr.Retain()
-		return arr
-	}
-	return c.array(arr.Len(), true)
-}

@@ -141,6 +141,39 @@ func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
 	if d.Indices().DataType().ID() == arrow.INT32 {
 		idx32 = valuesOf[int32](d.Indices())
 	}
+	if idx32 != nil && d.NullN() == 0 {
+		// The common case (every string column is encoded so before the
+		// WAL): a tight loop, values looked up once per batch.
+		start := len(c.idx)
+		c.idx = grow(c.idx, max(start+n, 2*cap(c.idx)))[:start+n]
+		out := c.idx[start:]
+		for i, di := range idx32[off : off+n] {
+			if uint(di) < uint(len(remap)) {
+				if id := remap[di]; id > 0 {
+					out[i] = id - 1
+					continue
+				}
+			}
+			id, err := lookup(int(di))
+			if err != nil {
+				c.idx = c.idx[:start]
+				return err
+			}
+			out[i] = id
+		}
+	} else if err := c.appendDictionarySlow(d, idx32, lookup, off, n); err != nil {
+		return err
+	}
+	if len(c.dict.data) > 1<<30 {
+		return fmt.Errorf("buffer: string dictionary over 1 GiB")
+	}
+	c.valid.appendFrom(d, off, n)
+	return nil
+}
+
+// appendDictionarySlow is appendDictionary's loop for nulls and indexes of
+// other types.
+func (c *stringColumn) appendDictionarySlow(d *array.Dictionary, idx32 []int32, lookup func(int) (int32, error), off, n int) error {
 	for i := off; i < off+n; i++ {
 		if d.IsNull(i) {
 			c.idx = append(c.idx, c.nullIndex())
@@ -158,10 +191,6 @@ func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
 		}
 		c.idx = append(c.idx, id)
 	}
-	if len(c.dict.data) > 1<<30 {
-		return fmt.Errorf("buffer: string dictionary over 1 GiB")
-	}
-	c.valid.appendFrom(d, off, n)
 	return nil
 }
 

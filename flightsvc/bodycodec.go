@@ -2,6 +2,7 @@ package flightsvc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -42,9 +43,166 @@ func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.base.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	return c.unmarshalFlightData(buf.ReadOnlyData(), fd)
+	err := c.unmarshalPieces(newPieces(data), fd)
+	if errors.Is(err, errGroupField) {
+		// A deprecated group field, which no Flight client sends: decode
+		// it the general way.
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		return c.unmarshalFlightData(buf.ReadOnlyData(), fd)
+	}
+	return err
+}
+
+// errGroupField: unmarshalPieces met a field of the group wire types.
+var errGroupField = errors.New("group field")
+
+// unmarshalPieces decodes a FlightData from the buffers gRPC read it into
+// (16 KiB HTTP/2 frames for a large message) without joining them first:
+// joining would copy every body once more, into a buffer gRPC zeroes. The
+// body is copied straight from the frames into memory from c.bodies.
+func (c bodyCodec) unmarshalPieces(p pieces, fd *flight.FlightData) error {
+	proto.Reset(fd)
+	for p.left > 0 {
+		tag, err := p.varint()
+		if err != nil {
+			return fmt.Errorf("flightsvc: FlightData: %w", err)
+		}
+		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
+		if num <= 0 {
+			return fmt.Errorf("flightsvc: FlightData: invalid field number %d", num)
+		}
+		switch typ {
+		case protowire.VarintType:
+			if _, err := p.varint(); err != nil {
+				return fmt.Errorf("flightsvc: FlightData field %d: %w", num, err)
+			}
+			continue
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			n := 4
+			if typ == protowire.Fixed64Type {
+				n = 8
+			}
+			if err := p.skip(n); err != nil {
+				return fmt.Errorf("flightsvc: FlightData field %d: %w", num, err)
+			}
+			continue
+		case protowire.BytesType:
+		case protowire.StartGroupType, protowire.EndGroupType:
+			return errGroupField
+		default:
+			return fmt.Errorf("flightsvc: FlightData field %d: invalid wire type %d", num, typ)
+		}
+		l, err := p.varint()
+		if err != nil {
+			return fmt.Errorf("flightsvc: FlightData field %d: %w", num, err)
+		}
+		// The length is checked against what is left before anything is
+		// allocated for it.
+		if l > uint64(p.left) {
+			return fmt.Errorf("flightsvc: FlightData field %d: length %d past the end of the message (%d bytes left)", num, l, p.left)
+		}
+		n := int(l)
+		switch num {
+		case fdDescriptor:
+			if fd.FlightDescriptor == nil {
+				fd.FlightDescriptor = &flight.FlightDescriptor{}
+			}
+			// Merged, as protobuf merges a repeated message field.
+			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(p.bytes(n), fd.FlightDescriptor); err != nil {
+				return fmt.Errorf("flightsvc: FlightData descriptor: %w", err)
+			}
+		case fdDataHeader:
+			fd.DataHeader = p.bytes(n)
+		case fdAppMetadata:
+			fd.AppMetadata = p.bytes(n)
+		case fdDataBody:
+			body := c.bodies.AllocateUninitialized(n)
+			p.read(body)
+			fd.DataBody = body
+		default:
+			p.skip(n) //nolint:errcheck // n <= p.left
+		}
+	}
+	return nil
+}
+
+// pieces reads a message that sits in several buffers.
+type pieces struct {
+	bufs [][]byte
+	left int // bytes left in bufs
+}
+
+func newPieces(data mem.BufferSlice) pieces {
+	p := pieces{bufs: make([][]byte, 0, len(data))}
+	for _, b := range data {
+		if d := b.ReadOnlyData(); len(d) > 0 {
+			p.bufs = append(p.bufs, d)
+			p.left += len(d)
+		}
+	}
+	return p
+}
+
+var errTruncated = errors.New("message truncated")
+
+func (p *pieces) varint() (uint64, error) {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		if p.left == 0 {
+			return 0, errTruncated
+		}
+		for len(p.bufs[0]) == 0 {
+			p.bufs = p.bufs[1:]
+		}
+		b := p.bufs[0][0]
+		p.bufs[0] = p.bufs[0][1:]
+		p.left--
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			if i == 9 && b > 1 {
+				return 0, errors.New("varint overflows 64 bits")
+			}
+			return v, nil
+		}
+	}
+	return 0, errors.New("varint longer than 10 bytes")
+}
+
+// read fills dst from the message; len(dst) <= p.left.
+func (p *pieces) read(dst []byte) {
+	for len(dst) > 0 {
+		n := copy(dst, p.bufs[0])
+		dst = dst[n:]
+		p.bufs[0] = p.bufs[0][n:]
+		p.left -= n
+		if len(p.bufs[0]) == 0 {
+			p.bufs = p.bufs[1:]
+		}
+	}
+}
+
+// bytes returns the next n bytes (n <= p.left) in a new slice.
+func (p *pieces) bytes(n int) []byte {
+	b := make([]byte, n)
+	p.read(b)
+	return b
+}
+
+func (p *pieces) skip(n int) error {
+	if n > p.left {
+		return errTruncated
+	}
+	for n > 0 {
+		k := min(n, len(p.bufs[0]))
+		p.bufs[0] = p.bufs[0][k:]
+		p.left -= k
+		n -= k
+		if len(p.bufs[0]) == 0 {
+			p.bufs = p.bufs[1:]
+		}
+	}
+	return nil
 }
 
 // FlightData's fields (Flight.proto): all length-delimited.

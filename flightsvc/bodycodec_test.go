@@ -2,19 +2,41 @@ package flightsvc
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/apron-db/apron/buffer"
 )
 
+// split cuts b into buffers of at most n bytes, as gRPC hands over a
+// message read from several HTTP/2 frames.
+func split(b []byte, n int) mem.BufferSlice {
+	var s mem.BufferSlice
+	for len(b) > 0 {
+		k := min(n, len(b))
+		s = append(s, mem.SliceBuffer(b[:k]))
+		b = b[k:]
+	}
+	return s
+}
+
 // TestBodyCodec: FlightData decodes as protobuf decodes it, the body into
-// the recycler's memory; other messages and bad input go as gRPC's codec.
+// the recycler's memory, whatever buffers the message arrives in; other
+// messages and bad input go as gRPC's codec.
 func TestBodyCodec(t *testing.T) {
+	for _, piece := range []int{1 << 30, 16 << 10, 1000, 7, 1} {
+		t.Run(fmt.Sprintf("buffers-of-%d", piece), func(t *testing.T) { testBodyCodec(t, piece) })
+	}
+}
+
+func testBodyCodec(t *testing.T, piece int) {
 	rec := buffer.NewRecycler(memory.NewGoAllocator())
 	c := newBodyCodec(rec)
 	want := &flight.FlightData{
@@ -28,7 +50,7 @@ func TestBodyCodec(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got flight.FlightData
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil {
+	if err := c.Unmarshal(split(wire, piece), &got); err != nil {
 		t.Fatal(err)
 	}
 	if !proto.Equal(&got, want) {
@@ -40,7 +62,7 @@ func TestBodyCodec(t *testing.T) {
 	// A body given back is handed out again for the next message.
 	rec.Free(got.DataBody)
 	var next flight.FlightData
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &next); err != nil {
+	if err := c.Unmarshal(split(wire, piece), &next); err != nil {
 		t.Fatal(err)
 	}
 	if &next.DataBody[0] != &got.DataBody[0] || !bytes.Equal(next.DataBody, want.DataBody) {
@@ -48,13 +70,32 @@ func TestBodyCodec(t *testing.T) {
 	}
 	// Unknown fields are skipped, as protobuf would (a varint field 4).
 	withUnknown := append(append([]byte(nil), wire...), 0x20, 0x01)
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(withUnknown)}, &got); err != nil || !bytes.Equal(got.DataHeader, want.DataHeader) {
+	if err := c.Unmarshal(split(withUnknown, piece), &got); err != nil || !bytes.Equal(got.DataHeader, want.DataHeader) {
 		t.Fatalf("with an unknown field: %v", err)
+	}
+	// Every other kind of unknown field too: fixed64, fixed32, bytes, and a
+	// group (which takes the general path).
+	for _, extra := range [][]byte{
+		{0x29, 1, 2, 3, 4, 5, 6, 7, 8},
+		{0x2d, 1, 2, 3, 4},
+		{0x32, 3, 'a', 'b', 'c'},
+		{0x3b, 0x20, 0x01, 0x3c},
+	} {
+		b := append(append([]byte(nil), wire...), extra...)
+		var fd flight.FlightData
+		if err := c.Unmarshal(split(b, piece), &fd); err != nil || !proto.Equal(&fd, want) {
+			t.Fatalf("with unknown field %x: %v", extra, err)
+		}
+	}
+	// A length past the end is an error before anything is allocated.
+	huge := append(protowire.AppendTag(nil, fdDataBody, protowire.BytesType), 0xff, 0xff, 0xff, 0xff, 0x0f)
+	if err := c.Unmarshal(split(huge, piece), &got); err == nil || !strings.Contains(err.Error(), "past the end") {
+		t.Fatalf("a 4 GiB body length in a 9-byte message: %v", err)
 	}
 	// Truncated input is an error, not a panic.
 	for cut := 1; cut < len(wire); cut += 97 {
 		var fd flight.FlightData
-		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire[:len(wire)-cut])}, &fd); err == nil {
+		if err := c.Unmarshal(split(wire[:len(wire)-cut], piece), &fd); err == nil {
 			t.Fatalf("%d bytes cut off: no error", cut)
 		}
 	}

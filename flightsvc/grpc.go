@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -30,6 +31,7 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
 		grpc.ForceServerCodecV2(newBodyCodec(bodies)),
+		experimental.BufferPool(&framePool{}),
 	}, opts...)
 	srv := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(srv, svc)

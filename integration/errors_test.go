@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
@@ -219,5 +220,104 @@ func checkHealth(t testing.TB, addr string) {
 		if res.Status != healthpb.HealthCheckResponse_SERVING {
 			t.Errorf("health check %q: %v, want SERVING", svc, res.Status)
 		}
+	}
+}
+
+// malformedBatch is a batch of rows rows (time, two tags, one binary
+// column) whose column bad is replaced by arr: arrays that arrow-go's IPC
+// reader accepts (it checks only the last offset) but whose content a
+// reader must not trust.
+func malformedBatch(t *testing.T, rows int, bad string, arr arrow.Array) arrow.RecordBatch {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: tsNs},
+		{Name: "host", Type: arrow.BinaryTypes.String},
+		{Name: "region", Type: arrow.BinaryTypes.String},
+		{Name: "blob", Type: arrow.BinaryTypes.Binary},
+	}, nil)
+	mem := memory.DefaultAllocator
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := range rows {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(baseTime + int64(i)))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("host-%d", i%100))
+		b.Field(2).(*array.StringBuilder).Append("eu")
+		b.Field(3).(*array.BinaryBuilder).Append([]byte{byte(i)})
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	cols := rec.Columns()
+	fields := schema.Fields()
+	i := schema.FieldIndices(bad)[0]
+	cols = append([]arrow.Array(nil), cols...)
+	cols[i] = arr
+	fields[i].Type = arr.DataType()
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(rows))
+}
+
+// badOffsets is a variable-length array of n rows whose offsets go back
+// after row n/2 (the last offset is in range, so arrow-go accepts it).
+func badOffsets(typ arrow.DataType, n int) arrow.Array {
+	offsets := make([]int32, n+1)
+	for i := range offsets {
+		offsets[i] = int32(min(i, n/2+1))
+	}
+	offsets[n/2] = int32(n) // past the data of n/2+1 bytes, then back
+	data := array.NewData(typ, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(make([]byte, n/2+1))}, nil, 0, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// TestMalformedArrays: arrays whose offsets or dictionary indexes point
+// outside their data are refused with InvalidArgument, change nothing and
+// do not take the server down (large batches of several string columns
+// are encoded on several goroutines, where a panic would be fatal).
+func TestMalformedArrays(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	seed(t, srv)
+	before := catalogState(t, srv.Addr)
+	dictIdx := func(n int) arrow.Array {
+		values := array.NewStringBuilder(memory.DefaultAllocator)
+		defer values.Release()
+		values.AppendValues([]string{"a", "b"}, nil)
+		v := values.NewArray()
+		defer v.Release()
+		idx := make([]int32, n)
+		idx[n-1] = 7
+		ia := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, 0, 0)
+		defer ia.Release()
+		ix := array.MakeFromData(ia)
+		defer ix.Release()
+		return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, ix, v)
+	}
+	for _, tc := range []struct {
+		name  string
+		rows  int
+		col   string
+		arr   func(n int) arrow.Array
+		parts []string
+	}{
+		{"string offsets, small batch", 100, "host", func(n int) arrow.Array { return badOffsets(arrow.BinaryTypes.String, n) }, []string{`column "host"`, "offsets go backwards"}},
+		{"string offsets, large batch", 70000, "region", func(n int) arrow.Array { return badOffsets(arrow.BinaryTypes.String, n) }, []string{`column "region"`, "offsets go backwards"}},
+		{"binary offsets", 100, "blob", func(n int) arrow.Array { return badOffsets(arrow.BinaryTypes.Binary, n) }, []string{`column "blob"`, "offsets go backwards"}},
+		{"dictionary index", 70000, "host", dictIdx, []string{`column "host"`, "dictionary index 7 outside"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arr := tc.arr(tc.rows)
+			defer arr.Release()
+			rec := malformedBatch(t, tc.rows, tc.col, arr)
+			defer rec.Release()
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			_, err := flightPut(testCtx(t), flightClient(t, srv.Addr), []string{"db", "bad"}, mem, rec)
+			wantCode(t, err, codes.InvalidArgument, tc.parts...)
+			c := sqlClient(t, srv.Addr, mem)
+			_, err = sqlIngest(testCtx(t), c, "db", "bad", rec)
+			wantCode(t, err, codes.InvalidArgument, tc.parts...)
+			checkHealth(t, srv.Addr)
+			if got := catalogState(t, srv.Addr); got != before {
+				t.Errorf("catalog changed:\n%s\nwant:\n%s", got, before)
+			}
+		})
 	}
 }
