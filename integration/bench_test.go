@@ -143,6 +143,12 @@ func BenchmarkBulkIngest(b *testing.B) {
 		s := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB")...)
 		ingest(b, s.Addr)
 	})
+	// Not a reference of the issue: the same server without fsync, to
+	// show how much of apron-fsync's time is the disk's.
+	b.Run("apron-wal-none", func(b *testing.B) {
+		s := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB", "--wal-sync", "none")...)
+		ingest(b, s.Addr)
+	})
 	b.Run("discard-doput", func(b *testing.B) {
 		ingest(b, startDiscardServer(b))
 	})
