@@ -6,7 +6,9 @@ package waltest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -41,6 +43,10 @@ func (o Op) String() string {
 // ErrInjected is the default error of an injected failure.
 var ErrInjected = errors.New("waltest: injected failure")
 
+// ErrPowerLost is the error of every operation after a simulated power
+// failure (see CrashAfter).
+var ErrPowerLost = errors.New("waltest: power lost")
+
 // SyncRecord tells that a file was synced and how large it was when the
 // sync started: every byte below Size is durable once the sync returned.
 type SyncRecord struct {
@@ -67,14 +73,54 @@ type FS struct {
 	failAt [numOps]int // fail when counts reaches this (0: never)
 	errs   [numOps]error
 	syncs  []SyncRecord
+	power  powerState
 }
 
+// powerState is what a simulated power failure needs to know: when each
+// directory entry change happened and when its directory was last synced,
+// and how much of each file a completed sync made durable.
+type powerState struct {
+	ops     int // operations so far, of every kind
+	crashAt int // the operation that finds the power gone (0: never)
+	crashed bool
+
+	dirSynced map[string]int        // directory → op of its last completed SyncDir
+	created   map[string]int        // file → op that created it
+	durable   map[string]int64      // file → bytes made durable by a sync (or there when opened)
+	renames   []renameRecord        // in order
+	removed   map[string]removedRec // file → its durable bytes, to restore
+}
+
+type renameRecord struct {
+	old, new string
+	op       int
+}
+
+type removedRec struct {
+	data []byte
+	op   int
+}
+
+
 // New returns an FS that passes everything to inner until told otherwise.
+// PowerLoss works only when inner is the OS's file system (the default).
 func New(inner wal.FS) *FS {
 	if inner == nil {
 		inner = wal.OSFS()
 	}
-	return &FS{inner: inner}
+	return &FS{inner: inner, power: powerState{
+		dirSynced: map[string]int{},
+		created:   map[string]int{},
+		durable:   map[string]int64{},
+		removed:   map[string]removedRec{},
+	}}
+}
+
+// record runs fn under f's lock, with the number of the last operation.
+func (f *FS) record(fn func(p *powerState, op int)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(&f.power, f.power.ops)
 }
 
 // FailNth makes the nth operation of kind op from now on (n = 1: the next
@@ -116,10 +162,95 @@ func (f *FS) SyncedSize(name string) int64 {
 	return s
 }
 
+// CrashAfter makes the power fail after n more operations of any kind
+// (reads of directories aside): the (n+1)th and every later one fail with
+// ErrPowerLost and do nothing. PowerLoss then leaves the files as a real
+// power failure at that point could have.
+func (f *FS) CrashAfter(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.power.crashAt = f.power.ops + n + 1
+}
+
+// Crashed tells whether the power failed.
+func (f *FS) Crashed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.power.crashed
+}
+
+// PowerLoss makes the files written through f look as they could after a
+// power failure now, taking the worst case the file system allows:
+//   - directory changes (creates, renames, removes) made since their
+//     directory's last completed SyncDir are undone: a file created is gone,
+//     a renamed one has its old name, a removed one is back (with what was
+//     durable of it);
+//   - every file is cut to the bytes its last completed Sync made durable
+//     (what it held when opened counts as durable).
+//
+// Call it once the users of f are closed; f must not be used afterwards.
+func (f *FS) PowerLoss() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := &f.power
+	dirOK := func(name string, op int) bool { return p.dirSynced[filepath.Dir(name)] > op }
+	for i := len(p.renames) - 1; i >= 0; i-- {
+		r := p.renames[i]
+		if dirOK(r.new, r.op) {
+			continue
+		}
+		if err := f.inner.Rename(r.new, r.old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if d, ok := p.durable[r.new]; ok {
+			p.durable[r.old] = d
+			delete(p.durable, r.new)
+		}
+	}
+	for name, r := range p.removed {
+		if dirOK(name, r.op) {
+			continue
+		}
+		if err := os.WriteFile(name, r.data, 0o644); err != nil {
+			return err
+		}
+		p.durable[name] = int64(len(r.data))
+	}
+	for name, op := range p.created {
+		if dirOK(name, op) {
+			continue
+		}
+		if err := f.inner.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		delete(p.durable, name)
+	}
+	for name, size := range p.durable {
+		fi, err := os.Stat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Size() > size {
+			if err := os.Truncate(name, size); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // step counts an operation and returns the error to inject, if any.
 func (f *FS) step(op Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.power.ops++
+	if f.power.crashed || (f.power.crashAt > 0 && f.power.ops >= f.power.crashAt) {
+		f.power.crashed = true
+		return ErrPowerLost
+	}
 	f.counts[op]++
 	if f.failAt[op] != 0 && f.counts[op] == f.failAt[op] {
 		f.failAt[op] = 0
@@ -136,6 +267,10 @@ func (f *FS) Create(name string) (wal.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.record(func(p *powerState, op int) {
+		p.created[name] = op
+		p.durable[name] = 0
+	})
 	return &errFile{File: file, fs: f, name: name}, nil
 }
 
@@ -158,6 +293,13 @@ func (f *FS) OpenRW(name string) (wal.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fi, err := file.Stat(); err == nil {
+		f.record(func(p *powerState, _ int) {
+			if _, ok := p.durable[name]; !ok {
+				p.durable[name] = fi.Size()
+			}
+		})
+	}
 	return &errFile{File: file, fs: f, name: name}, nil
 }
 
@@ -165,14 +307,42 @@ func (f *FS) Rename(oldname, newname string) error {
 	if err := f.step(OpRename); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
 	}
-	return f.inner.Rename(oldname, newname)
+	if err := f.inner.Rename(oldname, newname); err != nil {
+		return err
+	}
+	f.record(func(p *powerState, op int) {
+		p.renames = append(p.renames, renameRecord{old: oldname, new: newname, op: op})
+		if d, ok := p.durable[oldname]; ok {
+			p.durable[newname] = d
+			delete(p.durable, oldname)
+		}
+		if c, ok := p.created[oldname]; ok {
+			p.created[newname] = c
+			delete(p.created, oldname)
+		}
+	})
+	return nil
 }
 
 func (f *FS) Remove(name string) error {
 	if err := f.step(OpRemove); err != nil {
 		return &os.PathError{Op: "remove", Path: name, Err: err}
 	}
-	return f.inner.Remove(name)
+	// What was durable of the file, to bring back if the removal is not.
+	data, _ := os.ReadFile(name)
+	if err := f.inner.Remove(name); err != nil {
+		return err
+	}
+	f.record(func(p *powerState, op int) {
+		d, ok := p.durable[name]
+		if !ok {
+			d = int64(len(data)) // not written through f: all durable
+		}
+		p.removed[name] = removedRec{data: data[:min(int64(len(data)), d)], op: op}
+		delete(p.durable, name)
+		delete(p.created, name)
+	})
+	return nil
 }
 
 func (f *FS) ReadDir(dir string) ([]os.DirEntry, error) { return f.inner.ReadDir(dir) }
@@ -183,7 +353,15 @@ func (f *FS) SyncDir(dir string) error {
 	if err := f.step(OpSyncDir); err != nil {
 		return &os.PathError{Op: "sync", Path: dir, Err: err}
 	}
-	return f.inner.SyncDir(dir)
+	f.mu.Lock()
+	start := f.power.ops
+	f.mu.Unlock()
+	if err := f.inner.SyncDir(dir); err != nil {
+		return err
+	}
+	// Changes made before the sync started are durable now.
+	f.record(func(p *powerState, _ int) { p.dirSynced[filepath.Clean(dir)] = start + 1 })
+	return nil
 }
 
 // OpenDirect opens name for direct I/O through the inner FS when Direct is
@@ -247,6 +425,9 @@ func (e *errFile) Sync() error {
 	}
 	e.fs.mu.Lock()
 	e.fs.syncs = append(e.fs.syncs, SyncRecord{Name: e.name, Size: fi.Size()})
+	if d, ok := e.fs.power.durable[e.name]; !ok || fi.Size() > d {
+		e.fs.power.durable[e.name] = fi.Size()
+	}
 	e.fs.mu.Unlock()
 	return nil
 }

@@ -1,0 +1,80 @@
+package waltest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestPowerLoss: what PowerLoss keeps and undoes, case by case.
+func TestPowerLoss(t *testing.T) {
+	dir := t.TempDir()
+	f := New(nil)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	write := func(name string, create bool, data string, sync bool) {
+		t.Helper()
+		var file interface {
+			Write([]byte) (int, error)
+			Sync() error
+			Close() error
+		}
+		var err error
+		if create {
+			file, err = f.Create(p(name))
+		} else {
+			file, err = f.OpenRW(p(name))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := file.Write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if sync {
+			if err := file.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		file.Close()
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Made durable: created, synced, directory synced.
+	write("durable", true, "abc", true)
+	write("old", true, "xyz", true)
+	write("gone", true, "123", true)
+	write("dead", true, "---", true)
+	must(f.SyncDir(dir))
+	must(f.Remove(p("dead"))) // removed, and the removal made durable
+	must(f.SyncDir(dir))
+	// Since the last directory sync: bytes not synced, a rename, a removal,
+	// a file created (and synced).
+	write("durable", false, "abcdef", false) // (from offset 0: File has no Seek)
+	write("gone", false, "123456", false)
+	must(f.Rename(p("old"), p("new")))
+	must(f.Remove(p("gone")))
+	write("later", true, "zzz", true)
+
+	f.CrashAfter(0)
+	if err := f.SyncDir(dir); !errors.Is(err, ErrPowerLost) || !f.Crashed() {
+		t.Fatalf("after CrashAfter(0): %v, crashed %v", err, f.Crashed())
+	}
+	must(f.PowerLoss())
+
+	for name, want := range map[string]string{"durable": "abc", "old": "xyz", "gone": "123"} {
+		got, err := os.ReadFile(p(name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"dead", "new", "later"} {
+		if _, err := os.Stat(p(name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: still there (%v)", name, err)
+		}
+	}
+}
