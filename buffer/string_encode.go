@@ -96,8 +96,26 @@ func encodeOffsets[O int32 | int64](arr arrow.Array, offsets []O, data []byte) (
 			idx[i] = e.nullIndex()
 			continue
 		}
-		start := offsets[i]
-		id := e.intern(data, int(start), int(offsets[i+1]-start))
+		start, l := int(offsets[i]), int(offsets[i+1]-offsets[i])
+		// The common case inline: a short value away from the end of the
+		// data, the same as the last one or found at its first slot.
+		if l <= 16 && start+16 <= len(data) {
+			w := data[start : start+16 : start+16]
+			k := shortKey{binary.LittleEndian.Uint64(w) & maskLow[l], binary.LittleEndian.Uint64(w[8:]) & maskHigh[l], l}
+			if k == e.last && e.lastID >= 0 {
+				idx[i] = e.lastID
+				continue
+			}
+			h := k.hash()
+			if slot := e.slots[h&e.mask]; slot>>32 == h>>32 {
+				if id := int32(uint32(slot)) - 1; e.keys[id] == k {
+					idx[i] = id
+					e.last, e.lastID = k, id
+					continue
+				}
+			}
+		}
+		id := e.intern(data, start, l)
 		if e.full() {
 			return nil, nil
 		}
@@ -217,6 +235,20 @@ func keyOf(data []byte, start, n int) (k shortKey, ok bool) {
 	return k, true
 }
 
+// maskLow[n] and maskHigh[n] keep the first n bytes of a value read as
+// two little-endian words.
+var maskLow, maskHigh = func() (lo, hi [17]uint64) {
+	for n := range 17 {
+		lo[n] = ^uint64(0) >> (64 - 8*min(n, 8))
+		hi[n] = ^uint64(0) >> (64 - 8*max(n-8, 0))
+	}
+	lo[0], hi[0] = 0, 0
+	for n := 0; n <= 8; n++ {
+		hi[n] = 0
+	}
+	return lo, hi
+}()
+
 func (k shortKey) hash() uint64 {
 	h := (k.a ^ shortSeed) * shortSeedA
 	h ^= bits.RotateLeft64((k.b^uint64(k.n))*0x9e3779b97f4a7c15, 29)
@@ -227,7 +259,7 @@ func (k shortKey) hash() uint64 {
 
 func (e *stringEncoder) init(rows int) {
 	// Tags have few distinct values: start small, grow as needed.
-	size := 1 << max(6, bits.Len(uint(min(rows, 1024))))
+	size := 1 << max(7, bits.Len(uint(min(rows, 1024))))
 	e.slots = make([]uint64, size)
 	e.mask = uint64(size - 1)
 	e.offsets = make([]int32, 1, 64)
@@ -288,8 +320,9 @@ func (e *stringEncoder) lookup(k shortKey, short bool, data []byte, start, n int
 	e.offsets = append(e.offsets, int32(len(e.data)))
 	e.keys = append(e.keys, k)
 	e.insert(h, id)
-	// At most half full: probes stay short.
-	if 2*e.len() > len(e.slots) {
+	// At most a quarter full while the table is small (then most lookups
+	// end at their first slot), half full once it is large.
+	if 4*e.len() > len(e.slots) && len(e.slots) < 8192 || 2*e.len() > len(e.slots) {
 		e.grow()
 	}
 	return id

@@ -31,6 +31,12 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	apronBin = filepath.Join(dir, "apron")
+	// APRON_BIN runs a binary built beforehand instead: to compare two
+	// builds in interleaved benchmark runs.
+	if bin := os.Getenv("APRON_BIN"); bin != "" {
+		apronBin = bin
+		return m.Run()
+	}
 	// The server is built without -race even under `go test -race`: the race
 	// detector applies to the test process only. The query engine links
 	// DuckDB, whose Arrow functions need the duckdb_arrow build tag.
