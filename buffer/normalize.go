@@ -30,11 +30,24 @@ func (b *batch) release() { b.rec.Release() }
 
 func (b *batch) rows() int { return int(b.rec.NumRows()) }
 
+// batchSource says where a batch comes from.
+type batchSource int
+
+const (
+	// fromClient: a write; every string column is encoded (and checked).
+	fromClient batchSource = iota
+	// fromWAL: a replayed record, which this server wrote after encoding
+	// it and which passed its checksum: its dictionary columns are ours
+	// already, and are not encoded again (the buffer still checks their
+	// indexes).
+	fromWAL
+)
+
 // normalize returns rec with its time column converted to UTC nanoseconds
 // (Arrow timestamps with a zone hold UTC already; those without one are
 // taken as UTC), or added with now on every row when rec has none. rec is
 // retained, not consumed.
-func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*batch, error) {
+func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src batchSource) (*batch, error) {
 	schema := rec.Schema()
 	idx := schema.FieldIndices(TimeColumn)
 	if len(idx) > 1 {
@@ -77,7 +90,7 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator) (*bat
 	// of a write's CPU, and the columns share nothing.
 	var strs []int
 	for i, f := range fields {
-		if isStringType(f.Type) {
+		if isStringType(f.Type) && (src == fromClient || f.Type.ID() != arrow.DICTIONARY) {
 			strs = append(strs, i)
 		}
 	}

@@ -30,7 +30,6 @@ func TestPowerLoss(t *testing.T) {
 			name = "direct"
 		}
 		t.Run(name, func(t *testing.T) {
-			ops := 0
 			for k := 0; ; k++ {
 				crashed, n := powerLossAt(t, k, direct)
 				if !crashed {
@@ -40,9 +39,7 @@ func TestPowerLoss(t *testing.T) {
 					t.Logf("%d runs; an uncut run takes %d WAL operations", k, n)
 					return
 				}
-				ops = n
 			}
-			_ = ops
 		})
 	}
 }
