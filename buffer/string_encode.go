@@ -259,7 +259,7 @@ func (k shortKey) hash() uint64 {
 
 func (e *stringEncoder) init(rows int) {
 	// Tags have few distinct values: start small, grow as needed.
-	size := 1 << max(7, bits.Len(uint(min(rows, 1024))))
+	size := 1 << min(7, max(4, bits.Len(uint(4*rows))))
 	e.slots = make([]uint64, size)
 	e.mask = uint64(size - 1)
 	e.offsets = make([]int32, 1, 64)
