@@ -43,9 +43,9 @@ echo "== go test -race"
 go test -tags duckdb_arrow -race -count=1 -timeout 20m ./...
 
 echo "== fuzz (${FUZZTIME} executions each)"
-for pkg in ./wal; do
-  for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+for pkg in ./wal ./flightsvc; do
+  for target in $(go test -tags duckdb_arrow -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "-- $pkg $target"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+    go test -tags duckdb_arrow -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
   done
 done

@@ -145,7 +145,10 @@ func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
 		// The common case (every string column is encoded so before the
 		// WAL): a tight loop, values looked up once per batch.
 		start := len(c.idx)
-		c.idx = grow(c.idx, max(start+n, 2*cap(c.idx)))[:start+n]
+		if cap(c.idx) < start+n {
+			c.idx = grow(c.idx, max(start+n, 2*cap(c.idx)))
+		}
+		c.idx = c.idx[:start+n]
 		out := c.idx[start:]
 		for i, di := range idx32[off : off+n] {
 			if uint(di) < uint(len(remap)) {

@@ -313,3 +313,35 @@ func TestEncodeStringsZeroBytes(t *testing.T) {
 		t.Fatalf("%d distinct values, want %d", n, len(vals)-1)
 	}
 }
+
+// TestStringColumnAppendsRowByRow: rows appended one at a time (a batch
+// whose rows alternate between partitions) grow the column's storage in
+// proportion to its rows.
+func TestStringColumnAppendsRowByRow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	vals := make([]*string, 10000)
+	for i := range vals {
+		s := "v-" + strconv.Itoa(i%7)
+		vals[i] = &s
+	}
+	arr := buildStrings(t, mem, arrow.BinaryTypes.String, vals)
+	defer arr.Release()
+	enc, err := encodeStrings(arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Release()
+	c := newStringColumn(nil)
+	for i := range enc.Len() {
+		if err := c.appendFrom(enc, i, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.idx) != len(vals) || cap(c.idx) > 4*len(vals) {
+		t.Fatalf("%d rows in a column of length %d, capacity %d", len(vals), len(c.idx), cap(c.idx))
+	}
+	got := c.array(len(vals), true)
+	defer got.Release()
+	checkEncoded(t, got, vals, true)
+}
