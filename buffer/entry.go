@@ -1,7 +1,6 @@
 package buffer
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -15,77 +14,105 @@ import (
 	"github.com/apron-db/apron/wal"
 )
 
-// entryHeadroom is room left in front of the IPC bytes of a WAL entry for
-// its header, so that the header is written in place once the sequence is
-// known, without copying the batch (see wal/doc.go for the payload layout).
-const entryHeadroom = 64
-
-// encodedBatch is a batch's Arrow IPC stream with headroom in front.
+// encodedBatch is a batch's Arrow IPC stream as the parts of a WAL record
+// payload (see partsWriter).
 type encodedBatch struct {
-	buf []byte // headroom + IPC stream
+	parts  [][]byte
+	arenas []*[]byte // pooled copies of the small writes, given back by release
 }
 
-// encodePool recycles the buffers of WAL entries: a 64k-row batch takes
-// megabytes, and a new buffer would be zeroed by the runtime each time.
-var encodePool sync.Pool // of *[]byte
+// arenaPool recycles the memory small IPC writes are copied into.
+var arenaPool = sync.Pool{New: func() any { b := make([]byte, 0, arenaSize); return &b }}
 
-// release returns e's buffer to the pool once the WAL is done with it.
-func (e encodedBatch) release() {
-	if e.buf != nil {
-		b := e.buf[:0]
-		encodePool.Put(&b)
+const (
+	arenaSize = 64 << 10
+	// partsCopyMax: writes up to this size are copied into an arena;
+	// larger ones (the column buffers of a batch) are referenced.
+	partsCopyMax = 16 << 10
+)
+
+// release gives the arenas back once the WAL is done with the parts.
+func (e *encodedBatch) release() {
+	for _, a := range e.arenas {
+		*a = (*a)[:0]
+		arenaPool.Put(a)
 	}
+	e.arenas, e.parts = nil, nil
+}
+
+// partsWriter collects what an ipc.Writer writes as the parts of a WAL
+// record instead of copying it into one buffer: the WAL copies each part
+// once, into its write buffer, and the batch's column buffers (most of its
+// bytes) are never copied before that. Small writes (message headers,
+// padding, buffers of small batches) are copied into arenas, as the IPC
+// writer may reuse the memory it wrote them from; large ones are the
+// buffers of the batch's arrays, which the write holds until its record is
+// durable (PendingWrite.wait releases the batch after the WAL's Wait), or
+// buffers the IPC writer made with a Go allocator (see encodeBatch), which
+// the reference keeps alive.
+type partsWriter struct {
+	e         *encodedBatch
+	lastArena bool // the last part ends at the end of the current arena
+}
+
+func (w *partsWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(p) > partsCopyMax {
+		w.e.parts = append(w.e.parts, p)
+		w.lastArena = false
+		return len(p), nil
+	}
+	var a *[]byte
+	if n := len(w.e.arenas); n > 0 && cap(*w.e.arenas[n-1])-len(*w.e.arenas[n-1]) >= len(p) {
+		a = w.e.arenas[n-1]
+	} else {
+		a = arenaPool.Get().(*[]byte)
+		w.e.arenas = append(w.e.arenas, a)
+		w.lastArena = false
+	}
+	start := len(*a)
+	*a = append(*a, p...)
+	if w.lastArena {
+		// Contiguous with the last part: extend it.
+		last := &w.e.parts[len(w.e.parts)-1]
+		*last = (*a)[start-len(*last) : len(*a)]
+	} else {
+		w.e.parts = append(w.e.parts, (*a)[start:])
+	}
+	w.lastArena = true
+	return len(p), nil
 }
 
 // encodeBatch writes rec as an Arrow IPC stream (schema, dictionaries, the
-// batch, end of stream) after entryHeadroom+len(db)+len(table) free bytes.
-func encodeBatch(db, table string, rec arrow.RecordBatch, mem memory.Allocator) (encodedBatch, error) {
-	head := entryHeadroom + len(db) + len(table)
-	need := head + int(estimateIPC(rec))
-	var buf []byte
-	if p, ok := encodePool.Get().(*[]byte); ok && cap(*p) >= need {
-		buf = (*p)[:0]
-	} else {
-		buf = make([]byte, 0, need)
-	}
-	w := bytes.NewBuffer(buf)
-	w.Write(make([]byte, head))
-	iw := ipc.NewWriter(w, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+// batch, end of stream) into the parts of a WAL payload.
+func encodeBatch(rec arrow.RecordBatch) (encodedBatch, error) {
+	var e encodedBatch
+	// The IPC writer's own buffers (a bitmap moved to offset 0, say) are
+	// then Go memory, which a part referencing it keeps alive.
+	iw := ipc.NewWriter(&partsWriter{e: &e}, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(memory.NewGoAllocator()))
 	if err := iw.Write(rec); err != nil {
+		e.release()
 		return encodedBatch{}, fmt.Errorf("buffer: encoding batch for the WAL: %w", err)
 	}
 	if err := iw.Close(); err != nil {
+		e.release()
 		return encodedBatch{}, fmt.Errorf("buffer: encoding batch for the WAL: %w", err)
 	}
-	return encodedBatch{buf: w.Bytes()}, nil
+	return e, nil
 }
 
-// payload writes the entry header in front of the IPC bytes and returns the
-// WAL record payload, sharing e's memory.
-func (e encodedBatch) payload(db, table string, seq uint64, rows int64) ([]byte, error) {
+// payload returns the parts of the WAL record payload: the entry header
+// (see wal/doc.go for the layout), then the IPC stream.
+func (e encodedBatch) payload(db, table string, seq uint64, rows int64) ([][]byte, error) {
 	hdr, err := proto.Marshal(&apronpb.WalRecordHeader{Database: db, Table: table, Sequence: seq, Rows: rows})
 	if err != nil {
 		return nil, err
 	}
-	head := entryHeadroom + len(db) + len(table)
-	var lenBuf [binary.MaxVarintLen64]byte
-	nl := binary.PutUvarint(lenBuf[:], uint64(len(hdr)))
-	start := head - len(hdr) - nl
-	if start < 0 {
-		return nil, fmt.Errorf("buffer: WAL entry header of %d bytes does not fit its headroom", len(hdr))
-	}
-	copy(e.buf[start:], lenBuf[:nl])
-	copy(e.buf[start+nl:], hdr)
-	return e.buf[start:], nil
-}
-
-// estimateIPC guesses the IPC size of rec, to size the buffer once.
-func estimateIPC(rec arrow.RecordBatch) int64 {
-	var s int64 = 1024
-	for _, c := range rec.Columns() {
-		s += dataSize(c.Data()) + 64
-	}
-	return s
+	head := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(hdr)), uint64(len(hdr)))
+	head = append(head, hdr...)
+	return append([][]byte{head}, e.parts...), nil
 }
 
 // decodeEntry reads a WAL payload back into its header and batch. The

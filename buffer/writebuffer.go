@@ -175,7 +175,7 @@ type PendingWrite struct {
 	start   time.Time
 	key     TableKey
 	nb      *batch
-	enc     encodedBatch // the WAL payload's buffer, recycled once written
+	enc     encodedBatch // the WAL payload's parts, released once written
 	seg     *Segment
 	wal     *wal.Pending
 	durable bool // the WAL record was already waited for
@@ -239,7 +239,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 			nb.release()
 		}
 	}()
-	enc, err := encodeBatch(db, table, nb.rec, b.mem)
+	enc, err := encodeBatch(nb.rec)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	if err != nil {
 		return nil, err
 	}
-	walPending := b.mu.w.Append(payload)
+	walPending := b.mu.w.Append(payload...)
 	b.mu.seq = seq
 	seg := b.mu.open
 	seg.noteSequence(seq)

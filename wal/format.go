@@ -63,10 +63,14 @@ func parseFileHeader(h []byte) (uint64, error) {
 
 // recordCRC returns the checksum of a record: CRC-32C of the 4 length bytes
 // followed by the payload.
-func recordCRC(payload []byte) uint32 {
+func recordCRC(size int, payload ...[]byte) uint32 {
 	var l [4]byte
-	binary.LittleEndian.PutUint32(l[:], uint32(len(payload)))
-	return crc32.Update(crc32.Checksum(l[:], castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(l[:], uint32(size))
+	crc := crc32.Checksum(l[:], castagnoli)
+	for _, part := range payload {
+		crc = crc32.Update(crc, castagnoli, part)
+	}
+	return crc
 }
 
 // recordErrKind tells how a record failed to decode.
@@ -179,7 +183,7 @@ func (rr *recordReader) next() ([]byte, error) {
 	if _, err := io.ReadFull(rr.br, p); err != nil {
 		return nil, fmt.Errorf("read record payload: %w", unexpectedEOF(err))
 	}
-	if computed := recordCRC(p); computed != stored {
+	if computed := recordCRC(len(p), p); computed != stored {
 		kind := kindChecksum
 		if zero, err := rr.restIsZero(); err != nil {
 			return nil, err

@@ -95,7 +95,8 @@ type Writer struct {
 // Pending is a queued Append or Rotate.
 type Pending struct {
 	rotate   bool
-	payload  []byte
+	parts    [][]byte // the payload, in parts written one after another
+	size     int      // of the payload
 	crc      uint32
 	rotateTo uint64
 
@@ -121,7 +122,7 @@ func (p *Pending) Position() (segmentID uint64, offset int64) {
 // End returns the file offset just past the record. Valid once Wait has
 // returned nil.
 func (p *Pending) End() int64 {
-	return p.off + RecordHeaderSize + int64(len(p.payload))
+	return p.off + RecordHeaderSize + int64(p.size)
 }
 
 func failedPending(err error) *Pending {
@@ -272,17 +273,19 @@ func (w *Writer) writeDirect(group []*Pending) error {
 	pos := int(w.off - blockStart)
 	need := pos
 	for _, p := range group {
-		need += RecordHeaderSize + len(p.payload)
+		need += RecordHeaderSize + p.size
 	}
 	padded := (need + b - 1) &^ (b - 1)
 	w.stage = alignedGrow(w.stage, padded)
 	for _, p := range group {
-		binary.LittleEndian.PutUint32(w.stage[pos:], uint32(len(p.payload)))
+		binary.LittleEndian.PutUint32(w.stage[pos:], uint32(p.size))
 		binary.LittleEndian.PutUint32(w.stage[pos+4:], p.crc)
 		pos += RecordHeaderSize
-		pos += copy(w.stage[pos:], p.payload)
+		for _, part := range p.parts {
+			pos += copy(w.stage[pos:], part)
+		}
 		p.seg, p.off = w.seg, w.off
-		w.off += RecordHeaderSize + int64(len(p.payload))
+		w.off += RecordHeaderSize + int64(p.size)
 	}
 	clear(w.stage[pos:padded])
 	if _, err := w.df.WriteAt(w.stage[:padded], blockStart); err != nil {
@@ -319,17 +322,23 @@ func (w *Writer) sync(f File) error {
 	return err
 }
 
-// Append queues a record and returns at once, without waiting for I/O.
-// payload must not be modified until Wait returns. The checksum is computed
-// here, on the caller's goroutine.
-func (w *Writer) Append(payload []byte) *Pending {
-	if len(payload) == 0 {
+// Append queues a record and returns at once, without waiting for I/O. The
+// record's payload is the concatenation of the parts given (so a caller
+// need not copy what it already holds into one buffer); they must not be
+// modified until Wait returns. The checksum is computed here, on the
+// caller's goroutine.
+func (w *Writer) Append(payload ...[]byte) *Pending {
+	size := 0
+	for _, part := range payload {
+		size += len(part)
+	}
+	if size == 0 {
 		return failedPending(errors.New("wal: empty record"))
 	}
-	if len(payload) > MaxRecordSize {
-		return failedPending(fmt.Errorf("wal: record of %d bytes exceeds the maximum of %d", len(payload), MaxRecordSize))
+	if size > MaxRecordSize {
+		return failedPending(fmt.Errorf("wal: record of %d bytes exceeds the maximum of %d", size, MaxRecordSize))
 	}
-	p := &Pending{payload: payload, crc: recordCRC(payload), done: make(chan struct{})}
+	p := &Pending{parts: payload, size: size, crc: recordCRC(size, payload...), done: make(chan struct{})}
 	if err := w.enqueue(p); err != nil {
 		return failedPending(err)
 	}
@@ -452,7 +461,7 @@ func (w *Writer) writeGroup(group []*Pending) {
 	if err == nil {
 		var bytes int64
 		for _, p := range group {
-			bytes += RecordHeaderSize + int64(len(p.payload))
+			bytes += RecordHeaderSize + int64(p.size)
 		}
 		w.metrics.records.Add(float64(len(group)))
 		w.metrics.bytesWritten.Add(float64(bytes))
@@ -473,13 +482,15 @@ func (w *Writer) writeAndSync(group []*Pending) error {
 		return w.syncGroup()
 	}
 	for _, p := range group {
-		binary.LittleEndian.PutUint32(w.hdr[0:4], uint32(len(p.payload)))
+		binary.LittleEndian.PutUint32(w.hdr[0:4], uint32(p.size))
 		binary.LittleEndian.PutUint32(w.hdr[4:8], p.crc)
 		p.seg, p.off = w.seg, w.off
 		// bufio.Writer keeps the first error; it is returned by Flush.
 		_, _ = w.bw.Write(w.hdr[:])
-		_, _ = w.bw.Write(p.payload)
-		w.off += RecordHeaderSize + int64(len(p.payload))
+		for _, part := range p.parts {
+			_, _ = w.bw.Write(part)
+		}
+		w.off += RecordHeaderSize + int64(p.size)
 	}
 	if err := w.bw.Flush(); err != nil {
 		// The file may now end in a partial record: it is poisoned, and

@@ -445,3 +445,49 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("apron_wal_failures_total missing: %v", got)
 	}
 }
+
+// TestAppendParts: a record appended in parts is their concatenation, on
+// both write paths; parts may be empty, a record may not.
+func TestAppendParts(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			dir := t.TempDir()
+			fs := waltest.New(nil)
+			fs.Direct = direct
+			w := mustCreate(t, wal.Options{Dir: dir, FS: fs}, 1)
+			whole := payloadOf(3, 10000)
+			var want [][]byte
+			for _, cuts := range [][]int{{0}, {1, 2}, {0, 0, 5000}, {9999}, {4096, 8192}} {
+				var parts [][]byte
+				prev := 0
+				for _, c := range cuts {
+					parts = append(parts, whole[prev:c])
+					prev = c
+				}
+				parts = append(parts, whole[prev:], nil)
+				if err := w.Append(parts...).Wait(); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, whole)
+			}
+			if err := w.Append(nil, []byte{}).Wait(); err == nil || !strings.Contains(err.Error(), "empty record") {
+				t.Fatalf("a record of empty parts: %v", err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			recs, _, err := replayAll(t, wal.ReplayOptions{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != len(want) {
+				t.Fatalf("%d records, want %d", len(recs), len(want))
+			}
+			for i, r := range recs {
+				if !bytes.Equal(r.payload, want[i]) {
+					t.Fatalf("record %d differs", i)
+				}
+			}
+		})
+	}
+}
