@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -93,6 +94,9 @@ func (s *Service) putIngest(stream flight.FlightService_DoPutServer, cmd *flight
 	}
 	defer rdr.Release()
 	n, rpcErr := s.sql.DoPutCommandStatementIngest(stream.Context(), cmd, rdr)
+	if rpcErr != nil {
+		s.drainPut(stream)
+	}
 	md, err := proto.Marshal(&flightpb.DoPutUpdateResult{RecordCount: n})
 	if err != nil {
 		return statusOf(fmt.Errorf("encoding the put result: %w", err))
@@ -164,4 +168,50 @@ func (s *Service) ListActions(e *flight.Empty, stream flight.FlightService_ListA
 
 func (s *Service) DoExchange(stream flight.FlightService_DoExchangeServer) error {
 	return s.adapter.DoExchange(stream)
+}
+
+// Limits of drainPut.
+const (
+	drainMaxBytes = 64 << 20
+	drainTimeout  = 5 * time.Second
+)
+
+// drainPut reads and drops what the client still sends of a bulk ingest
+// that failed, until it closes its side (or drainMaxBytes or drainTimeout
+// pass), before the error is returned. A Flight SQL client sends its whole
+// stream before it reads the result: answering at once would fail its
+// next send with a bare EOF instead of the error, and arrow-go's client
+// middleware (which ADBC uses) reads the call's trailer on that path
+// while gRPC is still writing it (a data race). Plain Flight DoPuts are
+// not drained: their clients may wait for each batch's PutResult.
+func (s *Service) drainPut(stream flight.FlightService_DoPutServer) {
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(done)
+		var n int
+		for n < drainMaxBytes {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			fd, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			n += len(fd.DataHeader) + len(fd.DataBody)
+			if s.bodies != nil && fd.DataBody != nil {
+				s.bodies.Free(fd.DataBody)
+			}
+		}
+	}()
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		// Returning ends the call, which ends a Recv still waiting.
+		close(stop)
+	}
 }

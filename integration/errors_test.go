@@ -321,3 +321,26 @@ func TestMalformedArrays(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectedIngestStream: a bulk ingest refused at its first batch while
+// the client still has many to send gets its error from the result, as
+// ADBC reads it, not as a broken stream on a send (the server reads the
+// rest of the stream before it answers; without that, arrow-go's client
+// middleware under ADBC reads the call's trailer on the failed send while
+// gRPC writes it, which the race detector reports).
+func TestRejectedIngestStream(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	srv := startServer(t, t.TempDir())
+	cn := adbcConn(t, srv.Addr, mem)
+	var recs []arrow.RecordBatch
+	for i := range 100 {
+		recs = append(recs, idRecord(mem, int64(i)*2000, 2000))
+	}
+	defer release(recs...)
+	for range 3 {
+		_, err := adbcIngest(testCtx(t), cn, "", "t", adbc.OptionValueIngestModeCreateAppend, recs...)
+		wantADBC(t, err, adbc.StatusInvalidArgument, "database")
+	}
+	checkHealth(t, srv.Addr)
+}
