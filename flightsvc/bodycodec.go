@@ -68,9 +68,9 @@ func (c bodyCodec) unmarshalPieces(p pieces, fd *flight.FlightData) error {
 		if err != nil {
 			return fmt.Errorf("flightsvc: FlightData: %w", err)
 		}
-		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
-		if num <= 0 {
-			return fmt.Errorf("flightsvc: FlightData: invalid field number %d", num)
+		num, typ := protowire.DecodeTag(tag)
+		if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
+			return fmt.Errorf("flightsvc: FlightData: invalid field number %d", tag>>3)
 		}
 		switch typ {
 		case protowire.VarintType:
