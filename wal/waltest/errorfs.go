@@ -101,7 +101,6 @@ type removedRec struct {
 	op   int
 }
 
-
 // New returns an FS that passes everything to inner until told otherwise.
 // PowerLoss works only when inner is the OS's file system (the default).
 func New(inner wal.FS) *FS {
