@@ -100,8 +100,7 @@ func encodeOffsets[O int32 | int64](arr arrow.Array, offsets []O, data []byte) (
 		// The common case inline: a short value away from the end of the
 		// data, the same as the last one or found at its first slot.
 		if l <= 16 && start+16 <= len(data) {
-			w := data[start : start+16 : start+16]
-			k := shortKey{binary.LittleEndian.Uint64(w) & maskLow[l], binary.LittleEndian.Uint64(w[8:]) & maskHigh[l], l}
+			k := wordsKey(data[start:start+16], l)
 			if k == e.last && e.lastID >= 0 {
 				idx[i] = e.lastID
 				continue
@@ -211,40 +210,28 @@ func keyOf(data []byte, start, n int) (k shortKey, ok bool) {
 	if n > 16 {
 		return shortKey{n: -1}, false
 	}
-	k.n = n
-	if start+16 <= len(data) {
-		k.a = binary.LittleEndian.Uint64(data[start:])
-		k.b = binary.LittleEndian.Uint64(data[start+8:])
-	} else {
+	w := data[start:]
+	if len(w) < 16 {
 		var buf [16]byte
 		copy(buf[:], data[start:start+n])
-		k.a = binary.LittleEndian.Uint64(buf[:])
-		k.b = binary.LittleEndian.Uint64(buf[8:])
+		w = buf[:]
 	}
-	switch {
-	case n == 0:
-		k.a, k.b = 0, 0
-	case n < 8:
-		k.a &= ^uint64(0) >> (64 - 8*n)
-		k.b = 0
-	case n == 8:
-		k.b = 0
-	case n < 16:
-		k.b &= ^uint64(0) >> (64 - 8*(n-8))
-	}
-	return k, true
+	return wordsKey(w, n), true
+}
+
+// wordsKey is the shortKey of the first n (<= 16) of the 16 bytes of w.
+func wordsKey(w []byte, n int) shortKey {
+	return shortKey{binary.LittleEndian.Uint64(w) & maskLow[n], binary.LittleEndian.Uint64(w[8:16]) & maskHigh[n], n}
 }
 
 // maskLow[n] and maskHigh[n] keep the first n bytes of a value read as
 // two little-endian words.
 var maskLow, maskHigh = func() (lo, hi [17]uint64) {
-	for n := range 17 {
+	for n := 1; n <= 16; n++ {
 		lo[n] = ^uint64(0) >> (64 - 8*min(n, 8))
-		hi[n] = ^uint64(0) >> (64 - 8*max(n-8, 0))
-	}
-	lo[0], hi[0] = 0, 0
-	for n := 0; n <= 8; n++ {
-		hi[n] = 0
+		if n > 8 {
+			hi[n] = ^uint64(0) >> (64 - 8*(n-8))
+		}
 	}
 	return lo, hi
 }()
