@@ -1,7 +1,6 @@
 package flightsvc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -43,19 +42,8 @@ func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.base.Unmarshal(data, v)
 	}
-	err := c.unmarshalPieces(newPieces(data), fd)
-	if errors.Is(err, errGroupField) {
-		// A deprecated group field, which no Flight client sends: decode
-		// it the general way.
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		defer buf.Free()
-		return c.unmarshalFlightData(buf.ReadOnlyData(), fd)
-	}
-	return err
+	return c.unmarshalPieces(newPieces(data), fd)
 }
-
-// errGroupField: unmarshalPieces met a field of the group wire types.
-var errGroupField = errors.New("group field")
 
 // unmarshalPieces decodes a FlightData from the buffers gRPC read it into
 // (16 KiB HTTP/2 frames for a large message) without joining them first:
@@ -72,26 +60,13 @@ func (c bodyCodec) unmarshalPieces(p pieces, fd *flight.FlightData) error {
 		if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return fmt.Errorf("flightsvc: FlightData: invalid field number %d", tag>>3)
 		}
-		switch typ {
-		case protowire.VarintType:
-			if _, err := p.varint(); err != nil {
+		if typ != protowire.BytesType {
+			// No other FlightData field: skipped, as protobuf keeps
+			// unknown fields aside.
+			if err := p.skipField(num, typ, 0); err != nil {
 				return fmt.Errorf("flightsvc: FlightData field %d: %w", num, err)
 			}
 			continue
-		case protowire.Fixed32Type, protowire.Fixed64Type:
-			n := 4
-			if typ == protowire.Fixed64Type {
-				n = 8
-			}
-			if err := p.skip(n); err != nil {
-				return fmt.Errorf("flightsvc: FlightData field %d: %w", num, err)
-			}
-			continue
-		case protowire.BytesType:
-		case protowire.StartGroupType, protowire.EndGroupType:
-			return errGroupField
-		default:
-			return fmt.Errorf("flightsvc: FlightData field %d: invalid wire type %d", num, typ)
 		}
 		l, err := p.varint()
 		if err != nil {
@@ -189,6 +164,59 @@ func (p *pieces) bytes(n int) []byte {
 	return b
 }
 
+// maxGroupDepth is protobuf's recursion limit, for groups in groups.
+const maxGroupDepth = protowire.DefaultRecursionLimit
+
+// skipField skips the value of a field whose tag was read: of any wire
+// type but a group's end, groups (deprecated; no Flight client sends them)
+// through their matching end.
+func (p *pieces) skipField(num protowire.Number, typ protowire.Type, depth int) error {
+	switch typ {
+	case protowire.VarintType:
+		_, err := p.varint()
+		return err
+	case protowire.Fixed32Type:
+		return p.skip(4)
+	case protowire.Fixed64Type:
+		return p.skip(8)
+	case protowire.BytesType:
+		l, err := p.varint()
+		if err != nil {
+			return err
+		}
+		if l > uint64(p.left) {
+			return errTruncated
+		}
+		return p.skip(int(l))
+	case protowire.StartGroupType:
+		if depth >= maxGroupDepth {
+			return errors.New("groups nested too deep")
+		}
+		for {
+			tag, err := p.varint()
+			if err != nil {
+				return err
+			}
+			n, t := protowire.DecodeTag(tag)
+			if n < protowire.MinValidNumber || n > protowire.MaxValidNumber {
+				return fmt.Errorf("invalid field number %d", tag>>3)
+			}
+			if t == protowire.EndGroupType {
+				if n != num {
+					return fmt.Errorf("group %d ended by the end of group %d", num, n)
+				}
+				return nil
+			}
+			if err := p.skipField(n, t, depth+1); err != nil {
+				return err
+			}
+		}
+	case protowire.EndGroupType:
+		return errors.New("end of a group that did not start")
+	}
+	return fmt.Errorf("invalid wire type %d", typ)
+}
+
 func (p *pieces) skip(n int) error {
 	if n > p.left {
 		return errTruncated
@@ -212,48 +240,3 @@ const (
 	fdAppMetadata = 3
 	fdDataBody    = 1000
 )
-
-// unmarshalFlightData decodes b into fd. Every field is copied out of b
-// (which gRPC reuses); the body into memory from c.bodies.
-func (c bodyCodec) unmarshalFlightData(b []byte, fd *flight.FlightData) error {
-	proto.Reset(fd)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("flightsvc: FlightData: %w", protowire.ParseError(n))
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return fmt.Errorf("flightsvc: FlightData field %d: %w", num, protowire.ParseError(n))
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return fmt.Errorf("flightsvc: FlightData field %d: %w", num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		switch num {
-		case fdDescriptor:
-			if fd.FlightDescriptor == nil {
-				fd.FlightDescriptor = &flight.FlightDescriptor{}
-			}
-			// Merged, as protobuf merges a repeated message field.
-			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(v, fd.FlightDescriptor); err != nil {
-				return fmt.Errorf("flightsvc: FlightData descriptor: %w", err)
-			}
-		case fdDataHeader:
-			fd.DataHeader = bytes.Clone(v)
-		case fdAppMetadata:
-			fd.AppMetadata = bytes.Clone(v)
-		case fdDataBody:
-			body := c.bodies.AllocateUninitialized(len(v))
-			copy(body, v)
-			fd.DataBody = body
-		}
-	}
-	return nil
-}

@@ -29,7 +29,9 @@ func FuzzBodyCodec(f *testing.F) {
 		}
 		f.Add(wire, uint8(0))
 		f.Add(wire, uint8(3))
-		f.Add(append(append([]byte(nil), wire...), 0x3b, 0x20, 0x01, 0x3c), uint8(5)) // and a group
+		f.Add(append(append([]byte(nil), wire...), 0x3b, 0x20, 0x01, 0x3c), uint8(5))             // and a group
+		f.Add(append(append([]byte(nil), wire...), 0x3b, 0x43, 0x20, 0x01, 0x44, 0x3c), uint8(2)) // groups in a group
+		f.Add(append(append([]byte(nil), wire...), 0x3b, 0x44), uint8(1))                         // ended as another
 	}
 	f.Add([]byte{0xc2, 0x3e, 0xff, 0xff, 0xff, 0xff, 0x0f}, uint8(1)) // a 4 GiB body length
 	rec := buffer.NewRecycler(memory.NewGoAllocator())

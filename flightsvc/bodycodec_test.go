@@ -73,18 +73,27 @@ func testBodyCodec(t *testing.T, piece int) {
 	if err := c.Unmarshal(split(withUnknown, piece), &got); err != nil || !bytes.Equal(got.DataHeader, want.DataHeader) {
 		t.Fatalf("with an unknown field: %v", err)
 	}
-	// Every other kind of unknown field too: fixed64, fixed32, bytes, and a
-	// group (which takes the general path).
+	// Every other kind of unknown field too: fixed64, fixed32, bytes, a
+	// group, groups in a group.
 	for _, extra := range [][]byte{
 		{0x29, 1, 2, 3, 4, 5, 6, 7, 8},
 		{0x2d, 1, 2, 3, 4},
 		{0x32, 3, 'a', 'b', 'c'},
 		{0x3b, 0x20, 0x01, 0x3c},
+		{0x3b, 0x43, 0x20, 0x01, 0x44, 0x3c},
 	} {
 		b := append(append([]byte(nil), wire...), extra...)
 		var fd flight.FlightData
 		if err := c.Unmarshal(split(b, piece), &fd); err != nil || !proto.Equal(&fd, want) {
 			t.Fatalf("with unknown field %x: %v", extra, err)
+		}
+	}
+	// Groups that do not end, or end as another group, are errors.
+	for _, extra := range [][]byte{{0x3b, 0x20, 0x01}, {0x3b, 0x44}, {0x3c}} {
+		b := append(append([]byte(nil), wire...), extra...)
+		var fd flight.FlightData
+		if err := c.Unmarshal(split(b, piece), &fd); err == nil {
+			t.Fatalf("with %x: no error", extra)
 		}
 	}
 	// A length past the end is an error before anything is allocated.
