@@ -16,9 +16,12 @@
 //
 // # Ingest memory
 //
-// The gRPC server decodes FlightData with bodyCodec: protobuf, but the
-// data_body (the Arrow buffers of a batch) is copied into memory from a
-// buffer.Recycler instead of a new allocation. Ingest streams (Flight SQL
+// The gRPC server decodes FlightData with bodyCodec: protobuf, read from
+// the HTTP/2 frames gRPC received it in (not joined into one buffer
+// first), with the data_body (the Arrow buffers of a batch) copied from
+// the frames into memory from a buffer.Recycler instead of a new
+// allocation; its frames come from framePool, which does not zero them
+// (gRPC's pool does, a second pass over every byte). Ingest streams (Flight SQL
 // bulk ingest, which Service serves itself as arrow-go's adapter would,
 // and PATH DoPuts) are read with putReader, which hands the IPC reader
 // each body as a reference-counted buffer of that Recycler: once the last
@@ -27,6 +30,10 @@
 // message, warm, instead of the kernel faulting in fresh pages for every
 // batch. Other DoPuts go through the adapter; their bodies are garbage as
 // gRPC's own would be.
+//
+// A bulk ingest that fails reads (and drops) the rest of the client's
+// stream before it answers (drainPut): the client then gets the error from
+// the result it reads, rather than an EOF on a send.
 //
 // # SQL
 //

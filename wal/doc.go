@@ -79,7 +79,9 @@
 //
 // # Durability
 //
-// Writer.Append queues a record; Pending.Wait returns once the record is
+// Writer.Append queues a record, given as one or more parts (the payload is
+// their concatenation: a caller need not join what it holds, the Writer
+// copies each part once, into its write buffer); Pending.Wait returns once the record is
 // written and, with SyncFsync (the default), covered by a completed
 // fdatasync. One goroutine writes all queued records and syncs once per group
 // (group commit). A failed write or fsync is sticky: the waiters of that group
