@@ -44,7 +44,10 @@ type Config struct {
 	// least recently used go first. Files a running query reads are kept
 	// even past it. 0 means DefaultCacheSize.
 	CacheSize int64
-	Logger    *slog.Logger
+	// ExtraProcs is added to GOMAXPROCS while queries run (see procBoost);
+	// cmd/apron sets it to the DuckDB threads unless GOMAXPROCS is set.
+	ExtraProcs int
+	Logger     *slog.Logger
 }
 
 // DefaultCacheSize is the CacheSize `apron serve` starts with: 10 GiB.
@@ -89,7 +92,8 @@ type Engine struct {
 	threads int
 
 	// sem holds one token per running query.
-	sem chan struct{}
+	sem   chan struct{}
+	procs *procBoost
 
 	// qstate is per-query state (time bounds) by DuckDB connection id,
 	// read by the scans' bind.
@@ -158,7 +162,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent),
+	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), procs: &procBoost{extra: cfg.ExtraProcs},
 		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
@@ -375,6 +379,7 @@ func (e *Engine) acquire(ctx context.Context) (*conn, error) {
 	}
 	e.mu.active[c] = struct{}{}
 	e.mu.Unlock()
+	e.procs.enter()
 	return c, nil
 }
 
@@ -385,6 +390,7 @@ func (e *Engine) release(c *conn) {
 	delete(e.mu.active, c)
 	e.mu.idle = append(e.mu.idle, c)
 	e.mu.Unlock()
+	e.procs.exit()
 	<-e.sem
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -127,7 +128,7 @@ func serve(args []string) error {
 		return err
 	}
 	gogc := setGCPercent(f.gogc, f.gogcGiven)
-	maxProcs := setMaxProcs(f.queryCfg.Threads)
+	f.queryCfg.ExtraProcs = queryExtraProcs(f.queryCfg.Threads)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f.cfg.Logger = log
@@ -215,7 +216,7 @@ func serve(args []string) error {
 	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
 		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
-		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir, "gogc", gogc, "gomaxprocs", maxProcs,
+		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir, "gogc", gogc, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
 		"startup", time.Since(start).Round(time.Millisecond))
 
 	select {
