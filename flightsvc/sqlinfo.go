@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+
+	"github.com/apron-db/apron/query"
 )
 
 // sqlInfo is what GetSqlInfo answers: every field the Flight SQL JDBC
@@ -154,24 +156,6 @@ var staticFunctions = functionLists{
 	datetime: []string{"date_trunc", "date_part", "time_bucket", "epoch_ns", "make_timestamp", "now", "strftime", "strptime"},
 }
 
-// functionsSQL lists DuckDB's reserved keywords and classifies its scalar
-// functions by the types they take and return.
-const functionsSQL = `
-SELECT 'keyword' AS kind, upper(keyword_name) AS name FROM duckdb_keywords() WHERE keyword_category = 'reserved'
-UNION
-SELECT CASE
-    WHEN function_name IN ('current_database', 'current_schema', 'current_schemas', 'current_user', 'user', 'version', 'current_setting', 'typeof', 'current_catalog', 'pg_typeof') THEN 'system'
-    WHEN list_has_any(parameter_types, ['DATE', 'TIME', 'TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP WITH TIME ZONE', 'INTERVAL'])
-      OR return_type IN ('DATE', 'TIME', 'TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP WITH TIME ZONE', 'INTERVAL') THEN 'datetime'
-    WHEN list_has_any(parameter_types, ['VARCHAR']) OR return_type = 'VARCHAR' THEN 'string'
-    WHEN return_type IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT', 'DOUBLE')
-      OR return_type LIKE 'DECIMAL%' THEN 'numeric'
-    ELSE 'other' END AS kind,
-  function_name AS name
-FROM duckdb_functions()
-WHERE function_type = 'scalar' AND regexp_matches(function_name, '^[a-z][a-z0-9_]*$')
-ORDER BY kind, name`
-
 // duckdbFunctions asks DuckDB for its keywords and functions.
 func (s *SQLServer) duckdbFunctions() functionLists {
 	if s.eng == nil {
@@ -179,39 +163,28 @@ func (s *SQLServer) duckdbFunctions() functionLists {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rdr, err := s.eng.Query(ctx, functionsSQL, "")
+	words, err := s.eng.Vocabulary(ctx)
 	if err != nil {
 		s.log.Warn("listing DuckDB functions for GetSqlInfo failed; answering a short static list", "err", err)
 		return staticFunctions
 	}
-	defer rdr.Release()
 	var out functionLists
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		kinds, ok1 := rec.Column(0).(*array.String)
-		names, ok2 := rec.Column(1).(*array.String)
-		if !ok1 || !ok2 {
-			s.log.Warn("listing DuckDB functions: unexpected column types", "schema", rec.Schema())
-			return staticFunctions
-		}
-		for i := range int(rec.NumRows()) {
-			name := names.Value(i)
-			switch kinds.Value(i) {
-			case "keyword":
-				out.keywords = append(out.keywords, name)
-			case "numeric":
-				out.numeric = append(out.numeric, name)
-			case "string":
-				out.str = append(out.str, name)
-			case "system":
-				out.system = append(out.system, name)
-			case "datetime":
-				out.datetime = append(out.datetime, name)
-			}
+	for _, w := range words {
+		switch w.Kind {
+		case query.WordKeyword:
+			out.keywords = append(out.keywords, w.Name)
+		case query.WordNumeric:
+			out.numeric = append(out.numeric, w.Name)
+		case query.WordString:
+			out.str = append(out.str, w.Name)
+		case query.WordSystem:
+			out.system = append(out.system, w.Name)
+		case query.WordDatetime:
+			out.datetime = append(out.datetime, w.Name)
 		}
 	}
-	if err := rdr.Err(); err != nil || len(out.keywords) == 0 {
-		s.log.Warn("listing DuckDB functions for GetSqlInfo failed; answering a short static list", "err", err)
+	if len(out.keywords) == 0 {
+		s.log.Warn("listing DuckDB functions for GetSqlInfo found no keywords; answering a short static list")
 		return staticFunctions
 	}
 	for _, l := range []*[]string{&out.keywords, &out.numeric, &out.str, &out.system, &out.datetime} {

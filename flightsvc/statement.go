@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -92,57 +90,11 @@ func (s *SQLServer) prepareQuery(ctx context.Context, cmd flightsql.StatementQue
 	return st, nil
 }
 
-// prepare prepares sql in the current database. A statement DuckDB would
-// run but Apron does not (DDL, DELETE, UPDATE …) often fails in DuckDB's
-// binder first ("Can only delete from base table"): its error then says
-// what Apron supports as well.
+// prepare prepares sql in the current database. The engine admits a
+// statement by DuckDB's parse of it (query/admit.go); its refusal names
+// the statement.
 func (s *SQLServer) prepare(ctx context.Context, sql string) (*query.Statement, error) {
-	st, err := s.eng.Prepare(ctx, sql, currentDatabase(ctx))
-	if err != nil && !errors.Is(err, query.ErrUnsupportedStatement) && !errors.Is(err, context.Canceled) {
-		if kw := firstKeyword(sql); unsupportedKeywords[kw] {
-			return nil, fmt.Errorf("%w: %s statements are not supported; Apron runs queries (SELECT …) and INSERT INTO <table> VALUES … / SELECT … (%w)",
-				query.ErrUnsupportedStatement, kw, err)
-		}
-	}
-	return st, err
-}
-
-// unsupportedKeywords start statements Apron does not run.
-var unsupportedKeywords = map[string]bool{
-	"ALTER": true, "ANALYZE": true, "ATTACH": true, "BEGIN": true, "CALL": true, "CHECKPOINT": true, "COMMENT": true,
-	"COMMIT": true, "COPY": true, "CREATE": true, "DELETE": true, "DETACH": true, "DROP": true, "EXPORT": true,
-	"GRANT": true, "IMPORT": true, "INSTALL": true, "LOAD": true, "MERGE": true, "RESET": true, "REVOKE": true,
-	"ROLLBACK": true, "SET": true, "TRUNCATE": true, "UPDATE": true, "USE": true, "VACUUM": true,
-}
-
-// firstKeyword is the first word of sql, upper case, after white space,
-// comments and opening parentheses.
-func firstKeyword(sql string) string {
-	s := sql
-	for {
-		s = strings.TrimLeft(s, " \t\r\n(")
-		switch {
-		case strings.HasPrefix(s, "--"):
-			if i := strings.IndexByte(s, '\n'); i >= 0 {
-				s = s[i+1:]
-				continue
-			}
-			return ""
-		case strings.HasPrefix(s, "/*"):
-			if i := strings.Index(s, "*/"); i >= 0 {
-				s = s[i+2:]
-				continue
-			}
-			return ""
-		}
-		end := strings.IndexFunc(s, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_')
-		})
-		if end < 0 {
-			end = len(s)
-		}
-		return strings.ToUpper(s[:end])
-	}
+	return s.eng.Prepare(ctx, sql, currentDatabase(ctx))
 }
 
 // DoGetStatement runs the query of a ticket and streams its result.

@@ -12,22 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-func TestFirstKeyword(t *testing.T) {
-	for sql, want := range map[string]string{
-		"SELECT 1":                           "SELECT",
-		"  \n\tdelete from x":                "DELETE",
-		"-- comment\nCREATE TABLE x (a int)": "CREATE",
-		"/* c */ (SELECT 1)":                 "SELECT",
-		"/* unterminated":                    "",
-		"":                                   "",
-		"insert_into":                        "INSERT_INTO",
-	} {
-		if got := firstKeyword(sql); got != want {
-			t.Errorf("firstKeyword(%q) = %q, want %q", sql, got, want)
-		}
-	}
-}
-
 // wideBatch is n rows of one string column of width bytes per row.
 func wideBatch(mem memory.Allocator, n, width int) arrow.RecordBatch {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)

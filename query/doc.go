@@ -64,30 +64,6 @@
 // re-typed or cast. A query that needs no column (count(*)) reads only the
 // row counts of the footer.
 //
-// Reading with DuckDB's read_parquet (native.go). Each table's view is
-// in fact
-//
-//	SELECT * FROM apron_scan('db', 'table', ncols)
-//	UNION ALL SELECT * FROM temp.main.apron_files_<id>()
-//
-// where apron_files_<id> is a TEMP table macro, private to each
-// connection. Before a query is bound, on its connection, the macro of
-// each table the statement names (as the time-bounds parser finds them)
-// is set from the query's View: a read_parquet over the table's files
-// that can match the query's bounds (file [MinTime, MaxTime] and row-group
-// statistics read from the footer), fetched into the cache and pinned
-// until the query ends, each column cast to the view's type (NULL for the
-// columns a file predates; one read_parquet per set of columns). Every
-// other macro is an empty SELECT of the view's types. apron_scan skips the
-// persisted files of exactly the tables whose macro reads them
-// (queryState.native), so each row is read once; when the statement is not
-// understood (a table function in FROM, a name the parser does not
-// resolve, a path DuckDB may not read) the scan reads the files as above.
-// DuckDB may read only the cache directory and a local store's directory
-// (allowed_directories, set before enable_external_access is turned off
-// at Open). Views and macros are kept consistent by a lock held from
-// setting the macros until the statement is bound.
-//
 // # Direct scans
 //
 // A query that only returns columns of one table as they are (SELECT * or
@@ -133,4 +109,55 @@
 // A query runs on a connection of its own, taken from a pool bounded by
 // Config.MaxConcurrent; a query that finds no free connection waits up to
 // Config.QueueTimeout and then fails with ErrTooManyQueries.
+//
+// # Sandbox
+//
+// Clients' SQL is hostile until checked. Two lines of defense, each
+// enough on its own for what it covers:
+//
+// Admission (admit.go) decides by DuckDB's own parse, never by the text.
+// json_serialize_sql serializes SELECT statements only (VALUES, FROM-first,
+// TABLE, WITH, set operations, DESCRIBE / SUMMARIZE / SHOW of a table or a
+// query, PIVOT / UNPIVOT in FROM): a statement is admitted if it is one
+// of those, or EXPLAIN [ANALYZE] [(FORMAT f)] followed by one (the
+// explained text must serialize as a SELECT on its own, and what runs is
+// "EXPLAIN …" written by Apron followed by exactly that text). Its tree is
+// then walked: every table it names must be an Apron table (or a CTE),
+// every table function it calls must be on an allow-list (range,
+// generate_series, unnest, repeat, repeat_row, json_each, json_tree: no
+// file readers, no query / query_table, no apron_scan, no DuckDB catalog
+// functions), and its expressions must be small enough to bind in about a
+// second (DuckDB's binder cannot be interrupted: maxExpressionDepth,
+// maxBindCost, maxSQLBytes). The databases it reads are known then
+// (Statement.Databases). INSERT is Apron's own (insert.go): its target is
+// read by a strict grammar, its source admitted as a query; DuckDB never
+// runs an INSERT. Statement extraction (duckdb_extract_statements) is not
+// used on clients' SQL: it runs pragmas, and IMPORT DATABASE reads files
+// there.
+//
+// DuckDB itself refuses the rest (sandbox.go), whatever got past:
+//   - no file access at all: enable_external_access is off with no allowed
+//     directory or path and no temp directory (unless --query-temp-dir),
+//     so no statement can read or write a file, list a directory, attach a
+//     database or load an extension. Persisted files are read by
+//     apron_scan in Go; DuckDB never opens one.
+//   - the configuration is locked (lock_configuration) once the engine has
+//     set it up: no SET or RESET but search_path and schema, which the
+//     engine sets per query and DuckDB exempts; max_expression_depth among
+//     the settings so fixed.
+//   - every query runs in a read-only transaction (BEGIN TRANSACTION READ
+//     ONLY, rolled back when its connection returns to the pool): the
+//     views of Apron's tables, the system tables and now() cannot be
+//     dropped or replaced; apron_scan is an internal catalog entry DuckDB
+//     does not drop.
+//   - apron_scan binds only tables of the databases the statement was
+//     admitted with (queryState.databases): a table reached any other way
+//     (a function that runs SQL of its own, apron_scan called directly)
+//     fails to bind.
+//
+// admit_test.go keeps a statement of every DuckDB statement type, each in
+// every wrapping found to matter, and checks that each is refused and
+// that nothing changed (files, settings, catalog, rows); it also runs
+// them on a query's connection without admission, where DuckDB refuses
+// them. Every bypass found becomes a case.
 package query

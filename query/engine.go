@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -44,6 +43,10 @@ type Config struct {
 	// least recently used go first. Files a running query reads are kept
 	// even past it. 0 means DefaultCacheSize.
 	CacheSize int64
+	// TempDir is where DuckDB may spill what does not fit in MemoryLimit
+	// (--query-temp-dir); "" means no spilling: such a query fails. DuckDB
+	// may write files there (and nowhere else).
+	TempDir string
 	// ExtraProcs is added to GOMAXPROCS while queries run (see procBoost);
 	// cmd/apron sets it to the DuckDB threads unless GOMAXPROCS is set.
 	ExtraProcs int
@@ -101,6 +104,9 @@ type Engine struct {
 	// running holds the queries started and not finished, for
 	// system.queries.
 	running sync.Map // int64 → *runningQuery
+	// pooled holds the ids of the pool's connections, which run clients'
+	// statements.
+	pooled sync.Map // uint64 → struct{}
 
 	views viewSync
 	// evalTemplate is a serialized statement time bounds are evaluated
@@ -128,11 +134,6 @@ type Engine struct {
 	filesPruned      atomic.Int64
 	rowGroupsScanned atomic.Int64
 	rowGroupsPruned  atomic.Int64
-
-	// nativeDirs are the directories DuckDB may read persisted files in
-	// (see native.go); footers caches the files' footers.
-	nativeDirs []string
-	footers    footerCache
 }
 
 // conn is one pooled DuckDB connection.
@@ -141,8 +142,7 @@ type conn struct {
 	id     uint64
 	schema string // the database unqualified names resolve in now
 	sql    string // the statement prepared last, for system.queries
-	// macros is the body of each file macro on this connection.
-	macros map[string]string
+	inTx   bool   // in the read-only transaction of the query it runs
 }
 
 // Open starts an engine over wb.
@@ -184,63 +184,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		e.threads = runtime.NumCPU()
 	}
 
-	var dcfg duck.Config
-	if duck.CreateConfig(&dcfg) == duck.StateError {
-		return nil, errors.New("query: creating DuckDB config failed")
-	}
-	defer duck.DestroyConfig(&dcfg)
-	settings := [][2]string{
-		// Queries read Apron's tables only: no network, no extension
-		// downloads; files only in the cache (external access is turned
-		// off once the allowed directories are set, below).
-		{"autoinstall_known_extensions", "false"},
-		{"autoload_known_extensions", "false"},
-		// Apron's tables have no insertion order to keep (rows of a
-		// table come from many segments, partitions and files), and
-		// keeping it would make DuckDB run a scan without ORDER BY on one
-		// thread: a table function cannot tell it batch order.
-		{"preserve_insertion_order", "false"},
-	}
-	if cfg.MemoryLimit > 0 {
-		settings = append(settings, [2]string{"memory_limit", fmt.Sprintf("%dB", cfg.MemoryLimit)})
-	}
-	if cfg.Threads > 0 {
-		settings = append(settings, [2]string{"threads", fmt.Sprint(cfg.Threads)})
-	}
-	for _, s := range settings {
-		if duck.SetConfig(dcfg, s[0], s[1]) == duck.StateError {
-			return nil, fmt.Errorf("query: DuckDB setting %s=%s refused", s[0], s[1])
-		}
-	}
-	var msg string
-	if duck.OpenExt(":memory:", &e.db, dcfg, &msg) == duck.StateError {
-		return nil, fmt.Errorf("query: opening DuckDB: %s", msg)
-	}
-	if duck.Connect(e.db, &e.conv) == duck.StateError {
-		duck.Close(&e.db)
-		return nil, errors.New("query: connecting to DuckDB failed")
-	}
-	e.nativeDirs = e.allowedDirs()
-	if len(e.nativeDirs) > 0 {
-		lits := make([]string, len(e.nativeDirs))
-		for i, d := range e.nativeDirs {
-			lits[i] = quoteLiteral(d)
-		}
-		if err := exec(e.conv, "SET GLOBAL allowed_directories = ["+strings.Join(lits, ", ")+"]"); err != nil {
-			e.closeDuckDB()
-			return nil, fmt.Errorf("query: DuckDB allowed_directories: %w", err)
-		}
-	}
-	if err := exec(e.conv, "SET GLOBAL enable_external_access = false"); err != nil {
-		e.closeDuckDB()
-		return nil, fmt.Errorf("query: DuckDB enable_external_access: %w", err)
-	}
-	if err := e.registerScan(); err != nil {
-		e.closeDuckDB()
-		return nil, err
-	}
-	if err := e.views.init(e); err != nil {
-		e.closeDuckDB()
+	if err := e.openDuckDB(); err != nil {
 		return nil, err
 	}
 	rows, err := queryStrings(e.conv, evalTemplateSQL)
@@ -375,6 +319,7 @@ func (e *Engine) acquire(ctx context.Context) (*conn, error) {
 		duck.ConnectionGetClientContext(c.c, &cc)
 		c.id = uint64(duck.ClientContextGetConnectionId(cc))
 		duck.DestroyClientContext(&cc)
+		e.pooled.Store(c.id, struct{}{})
 		e.mu.open++
 	}
 	e.mu.active[c] = struct{}{}
@@ -386,6 +331,19 @@ func (e *Engine) acquire(ctx context.Context) (*conn, error) {
 // release returns a connection to the pool.
 func (e *Engine) release(c *conn) {
 	e.dropState(c.id)
+	if err := c.end(); err != nil {
+		// The connection's state is unknown: it is not reused.
+		e.log.Warn("ending a query's transaction failed; the connection is closed", "err", err)
+		e.mu.Lock()
+		delete(e.mu.active, c)
+		e.mu.open--
+		e.mu.Unlock()
+		e.pooled.Delete(c.id)
+		duck.Disconnect(&c.c)
+		e.procs.exit()
+		<-e.sem
+		return
+	}
 	e.mu.Lock()
 	delete(e.mu.active, c)
 	e.mu.idle = append(e.mu.idle, c)
@@ -425,7 +383,7 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 }
 
 func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (array.RecordReader, error) {
-	stmt, err := e.prepareOn(c, sql, database)
+	stmt, _, err := e.prepareOn(c, sql, database)
 	if err != nil {
 		return nil, err
 	}
@@ -440,13 +398,15 @@ func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (arra
 }
 
 // prepareOn prepares sql on c with database current: the views are synced
-// first and the statement's time bounds published for its scans. Only a
-// single query statement is accepted. The caller destroys the statement.
-func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatement, error) {
+// first, the statement admitted (admit.go), a read-only transaction begun
+// (ended when the connection goes back to the pool) and the statement's
+// time bounds and databases published for its scans. The caller destroys
+// the statement.
+func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatement, *admitted, error) {
 	var stmt duck.PreparedStatement
 	sql = qualifySystem(sql)
 	if err := e.views.sync(); err != nil {
-		return stmt, err
+		return stmt, nil, err
 	}
 	if c.schema != database {
 		var set string
@@ -457,57 +417,56 @@ func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatemen
 			set = "SET search_path = " + quoteLiteral("apron."+quoteIdent(database)+",apron.main")
 		}
 		if err := exec(c.c, set); err != nil {
-			return stmt, fmt.Errorf("query: setting database %q: %w", database, err)
+			return stmt, nil, fmt.Errorf("query: setting database %q: %w", database, err)
 		}
 		c.schema = database
 	}
-
-	var ext duck.ExtractedStatements
-	n := duck.ExtractStatements(c.c, sql, &ext)
-	defer duck.DestroyExtracted(&ext)
-	if n == 0 {
-		msg := duck.ExtractStatementsError(ext)
-		if msg == "" {
-			return stmt, newError(ErrSyntax, "no statement in query")
-		}
-		return stmt, classify(msg)
+	a, err := e.admit(c, sql, database)
+	if err != nil {
+		return stmt, nil, err
 	}
-	if n > 1 {
-		return stmt, newError(ErrSyntax, "%d statements in query; one is allowed", n)
+	// Whatever the statement does, it cannot write to the catalog that
+	// holds Apron's views and macros: DuckDB refuses writes in a
+	// read-only transaction.
+	if err := c.begin(); err != nil {
+		return stmt, nil, err
 	}
-	if !readOnlyStatement.MatchString(sql) {
-		return stmt, errUnsupported
-	}
-	qs, refs := e.prepareState(c, sql)
-	c.sql = sql
-	// The views and the connection's file macros stay as set until the
-	// statement is bound.
-	e.views.bindMu.RLock()
-	defer e.views.bindMu.RUnlock()
-	if err := e.setFiles(c, qs, refs); err != nil {
-		return stmt, err
-	}
-	if duck.PrepareExtractedStatement(c.c, ext, 0, &stmt) == duck.StateError {
+	e.prepareState(c, a)
+	c.sql = a.sql
+	if duck.Prepare(c.c, a.sql, &stmt) == duck.StateError {
 		err := classify(duck.PrepareError(stmt))
 		duck.DestroyPrepare(&stmt)
-		return stmt, err
+		return stmt, nil, err
 	}
-	switch t := duck.PreparedStatementType(stmt); t {
-	case duck.StatementTypeSelect, duck.StatementTypeExplain:
+	switch t := duck.PreparedStatementType(stmt); {
+	case t == duck.StatementTypeSelect && !a.explain, t == duck.StatementTypeExplain && a.explain:
 	default:
 		duck.DestroyPrepare(&stmt)
-		return stmt, errUnsupported
+		return stmt, nil, newError(ErrUnsupportedStatement, "the statement prepared as DuckDB statement type %d, not the query it was admitted as", t)
 	}
-	return stmt, nil
+	return stmt, a, nil
 }
 
-var errUnsupported = newError(ErrUnsupportedStatement,
-	"only queries (SELECT, WITH, VALUES, FROM, TABLE, EXPLAIN, DESCRIBE, SHOW, SUMMARIZE) and INSERT INTO <table> VALUES … / SELECT … are supported")
+// begin starts the connection's read-only transaction, if it has none.
+func (c *conn) begin() error {
+	if c.inTx {
+		return nil
+	}
+	if err := exec(c.c, "BEGIN TRANSACTION READ ONLY"); err != nil {
+		return fmt.Errorf("query: beginning a read-only transaction: %w", err)
+	}
+	c.inTx = true
+	return nil
+}
 
-// readOnlyStatement matches the first keyword of the statements a query may
-// be: looking at it before DuckDB binds a DELETE or CREATE says "not
-// supported" rather than some binder error about views.
-var readOnlyStatement = regexp.MustCompile(`(?is)^(\s|--[^\n]*\n|/\*.*?\*/|\()*(select|with|values|from|table|explain|describe|show|summarize|pivot|unpivot)\b`)
+// end ends the connection's transaction, if it has one.
+func (c *conn) end() error {
+	if !c.inTx {
+		return nil
+	}
+	c.inTx = false
+	return exec(c.c, "ROLLBACK")
+}
 
 // exec runs a statement that returns nothing of interest.
 func exec(c duck.Connection, sql string) error {

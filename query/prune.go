@@ -31,11 +31,9 @@ type queryState struct {
 	view   *buffer.View
 	ctx    context.Context
 	cancel context.CancelFunc
-	// native holds the tables whose persisted files the query reads with
-	// read_parquet (through its file macro): apron_scan skips them.
-	native map[buffer.TableKey]bool
-	// unpins release the files the macros read, in the cache.
-	unpins []func()
+	// databases are the databases the statement was admitted to read,
+	// lower-cased: apron_scan refuses to bind a table of any other.
+	databases map[string]bool
 	// direct is set when the statement is a direct scan (direct.go).
 	direct *directScan
 }
@@ -43,10 +41,6 @@ type queryState struct {
 func (q *queryState) close() {
 	q.cancel()
 	q.view.Release()
-	for _, u := range q.unpins {
-		u()
-	}
-	q.unpins = nil
 }
 
 // dropState ends the query state of connection id, if any.
@@ -67,28 +61,29 @@ func lowerKey(db, table string) buffer.TableKey {
 	return buffer.TableKey{Database: strings.ToLower(db), Table: strings.ToLower(table)}
 }
 
-// prepareState finds the statement's time bounds per table and publishes
-// them for the scans bound on connection c. Pruning is an optimization:
-// whenever anything is not understood, it is off for the query.
-func (e *Engine) prepareState(c *conn, sql string) (*queryState, map[buffer.TableKey]bool) {
+// prepareState finds the admitted statement's time bounds and publishes
+// them, with the databases it may read, for the scans bound on connection
+// c. Pruning is an optimization: whenever anything is not understood, it
+// is off for the query.
+func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	e.dropState(c.id)
-	qs := &queryState{}
-	var refs map[buffer.TableKey]bool
-	tree, err := parseSQL(c, sql)
-	if err == nil {
-		var b map[buffer.TableKey]timeBounds
-		if b, refs, err = e.timeBounds(c, tree); err == nil {
-			qs.bounds = b
-		}
-		qs.direct, _ = directScanOf(tree, c.schema, e.wb.Catalog())
+	qs := &queryState{databases: make(map[string]bool, len(a.databases))}
+	for _, d := range a.databases {
+		qs.databases[strings.ToLower(d)] = true
 	}
-	if err != nil {
+	b, err := e.timeBounds(c, a.tree)
+	if err == nil {
+		qs.bounds = b
+	} else {
 		e.log.Debug("time pruning off for a query", "err", err)
+	}
+	if !a.explain {
+		qs.direct, _ = directScanOf(a.tree, c.schema, e.wb.Catalog())
 	}
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
 	qs.view = e.wb.View()
 	e.qstate.Store(c.id, qs)
-	return qs, refs
+	return qs
 }
 
 // tableRef is one reference to a table in a statement, with the
@@ -99,25 +94,14 @@ type tableRef struct {
 	lower, upper []any
 }
 
-// timeBounds parses sql with json_serialize_sql, collects the references
-// to tables and the bounds on time in the WHERE clause of each SELECT over
-// exactly one table, evaluates the bounds and returns, per table, the
-// hull of its references' bounds. Only tables with a finite bound appear.
-//
-// It also returns the tables the statement names (found by the walker:
-// possibly not all of them).
-func (e *Engine) timeBounds(c *conn, tree map[string]any) (_ map[buffer.TableKey]timeBounds, refs map[buffer.TableKey]bool, _ error) {
+// timeBounds collects, from a statement parsed by json_serialize_sql, the
+// references to tables and the bounds on time in the WHERE clause of each
+// SELECT over exactly one table, evaluates the bounds and returns, per
+// table, the hull of its references' bounds. Only tables with a finite
+// bound appear.
+func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]timeBounds, error) {
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
-	refs = make(map[buffer.TableKey]bool, len(w.refs))
-	for _, r := range w.refs {
-		refs[r.key] = true
-	}
-	if w.off != "" {
-		// A table function (apron_scan called directly) may read a table
-		// the walker does not see: no file macro for the query.
-		return nil, nil, fmt.Errorf("pruning off: %s", w.off)
-	}
 	// Evaluate every bound expression in one query.
 	var exprs []any
 	for _, r := range w.refs {
@@ -125,11 +109,11 @@ func (e *Engine) timeBounds(c *conn, tree map[string]any) (_ map[buffer.TableKey
 		exprs = append(exprs, r.upper...)
 	}
 	if len(exprs) == 0 {
-		return nil, refs, nil
+		return nil, nil
 	}
 	vals, err := e.evalTimes(c, exprs)
 	if err != nil {
-		return nil, refs, err
+		return nil, err
 	}
 	out := make(map[buffer.TableKey]timeBounds)
 	unbounded := make(map[buffer.TableKey]bool)
@@ -160,10 +144,12 @@ func (e *Engine) timeBounds(c *conn, tree map[string]any) (_ map[buffer.TableKey
 	for k := range unbounded {
 		delete(out, k)
 	}
-	return out, refs, nil
+	return out, nil
 }
 
-// parseSQL parses sql with DuckDB's json_serialize_sql.
+// parseSQL parses sql with DuckDB's json_serialize_sql. A statement that
+// is not a SELECT (json_serialize_sql serializes no other kind) is a
+// *notSelect error, one that does not parse DuckDB's parser error.
 func parseSQL(c *conn, sql string) (map[string]any, error) {
 	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral(sql)+")")
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
@@ -174,7 +160,11 @@ func parseSQL(c *conn, sql string) (map[string]any, error) {
 		return nil, err
 	}
 	if tree["error"] != false {
-		return nil, fmt.Errorf("the statement does not parse")
+		msg, _ := tree["error_message"].(string)
+		if tree["error_type"] == "not implemented" {
+			return nil, &notSelect{msg: msg}
+		}
+		return nil, newError(ErrSyntax, "%s", msg)
 	}
 	return tree, nil
 }
@@ -183,7 +173,6 @@ func parseSQL(c *conn, sql string) (map[string]any, error) {
 type walker struct {
 	db   string // the current database
 	refs []tableRef
-	off  string // why pruning is off, if it is
 }
 
 func (w *walker) walk(v any) {
@@ -215,9 +204,6 @@ func (w *walker) walk(v any) {
 				w.refs = append(w.refs, tableRef{key: k})
 			}
 			return
-		case "TABLE_FUNCTION":
-			// apron_scan called directly is not seen as a table.
-			w.off = "a table function in FROM"
 		}
 		for _, x := range v {
 			w.walk(x)

@@ -177,6 +177,12 @@ func (e *Engine) bind(info duck.BindInfo) error {
 		bd.qs = qs.(*queryState)
 		bd.bounds = bd.qs.boundsOf(bd.key)
 	}
+	// A client's statement reads the databases it was admitted with, and
+	// no other, however it names a table (the engine's own connections,
+	// which make the views, are not clients').
+	if _, pooled := e.pooled.Load(id); pooled && (bd.qs == nil || !bd.qs.databases[strings.ToLower(db)]) {
+		return fmt.Errorf("table %q.%q is not among the tables the statement was admitted to read", db, table)
+	}
 	duck.BindSetBindData(info, newHandle(bd), deleteHandlePtr)
 	return nil
 }
@@ -268,10 +274,7 @@ func apron_scan_init(p unsafe.Pointer) {
 			view = g.view
 		}
 		g.chunks = bd.e.snapshot(view, bd.key, bd.bounds)
-		// Files a file macro reads (native.go) are not the scan's.
-		if bd.qs == nil || !bd.qs.native[lowerKey(bd.key.Database, bd.key.Table)] {
-			g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
-		}
+		g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
 	threads := min(bd.e.threads, len(g.chunks)+len(g.files))

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -38,6 +40,10 @@ type Statement struct {
 	// Params is the schema of the parameters ($1, $2 … or ?), in order;
 	// no fields when there are none.
 	Params *arrow.Schema
+	// Databases are the databases the statement reads or writes, as the
+	// catalog names them ("system" for the system tables), sorted: no
+	// table of any other is reachable when it runs.
+	Databases []string
 
 	insert *insertPlan // KindInsert
 }
@@ -63,11 +69,12 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	defer e.release(c)
-	stmt, err := e.prepareOn(c, source, database)
+	stmt, a, err := e.prepareOn(c, source, database)
 	if err != nil {
 		return nil, err
 	}
 	defer duck.DestroyPrepare(&stmt)
+	st.Databases = a.databases
 	var opts duck.ArrowOptions
 	duck.ConnectionGetArrowOptions(c.c, &opts)
 	defer duck.DestroyArrowOptions(&opts)
@@ -75,6 +82,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	if st.Kind == KindInsert {
+		st.Databases = withDatabase(st.Databases, st.insert.db)
 		st.Schema = emptySchema
 		if err := e.planInsert(st.insert, stmt); err != nil {
 			return nil, err
@@ -85,6 +93,18 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	return st, nil
+}
+
+// withDatabase adds db to the sorted list dbs.
+func withDatabase(dbs []string, db string) []string {
+	for _, d := range dbs {
+		if strings.EqualFold(d, db) {
+			return dbs
+		}
+	}
+	dbs = append(slices.Clone(dbs), db)
+	slices.Sort(dbs)
+	return dbs
 }
 
 // resultSchema is the Arrow schema of a prepared statement's result.
@@ -178,7 +198,7 @@ func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.
 		return nil, err
 	}
 	e.queries.Add(1)
-	stmt, err := e.prepareOn(c, sql, database)
+	stmt, _, err := e.prepareOn(c, sql, database)
 	if err != nil {
 		e.release(c)
 		return nil, err

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 
 	duck "github.com/duckdb/duckdb-go-bindings"
-
-	"github.com/apron-db/apron/catalog"
 )
 
 // viewSync keeps one DuckDB schema per Apron database and one view per
@@ -20,9 +18,6 @@ type viewSync struct {
 	e *Engine
 	// synced is the catalog version last synced, plus one (0: never).
 	synced atomic.Uint64
-	// bindMu is held (read) by a query from setting its file macros until
-	// its statement is bound, and by sync (write) while it changes views.
-	bindMu sync.RWMutex
 
 	mu struct {
 		sync.Mutex
@@ -32,18 +27,12 @@ type viewSync struct {
 		schemas map[string]string
 		views   map[string]view
 		warned  map[string]bool
-		nextID  int
 	}
 }
 
 type view struct {
 	db, table string
 	ncols     int
-	// id names the view's file macro (0: none, the scan reads the files);
-	// cols are its columns and empty the macro's body without files.
-	id    int
-	cols  []nativeCol
-	empty string
 }
 
 func (v *viewSync) init(e *Engine) error {
@@ -101,8 +90,6 @@ func (v *viewSync) sync() error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.bindMu.Lock()
-	defer v.bindMu.Unlock()
 	snap := cat.Snapshot()
 	if v.synced.Load() == snap.Version()+1 {
 		return nil
@@ -130,26 +117,9 @@ func (v *viewSync) sync() error {
 			if ok && cur.ncols == len(t.Columns) {
 				continue
 			}
-			scan := fmt.Sprintf("SELECT * FROM %s(%s, %s, %d)",
+			body := fmt.Sprintf("SELECT * FROM %s(%s, %s, %d)",
 				scanFunction, quoteLiteral(d.Name), quoteLiteral(t.Name), len(t.Columns))
 			nv := view{db: d.Name, table: t.Name, ncols: len(t.Columns)}
-			body := scan
-			if v.e.cache != nil {
-				cols, err := v.columns(scan, t.Columns)
-				if err != nil {
-					return fmt.Errorf("query: columns of table %q.%q: %w", d.Name, t.Name, err)
-				}
-				if cols != nil {
-					v.mu.nextID++
-					nv.id, nv.cols, nv.empty = v.mu.nextID, cols, emptyBody(cols)
-					// The admin connection binds the view: its macro
-					// stays empty.
-					if err := exec(v.mu.admin, macroSQL(macroName(nv.id), nv.empty)); err != nil {
-						return fmt.Errorf("query: file macro for table %q.%q: %w", d.Name, t.Name, err)
-					}
-					body = scan + " UNION ALL SELECT * FROM temp.main." + macroName(nv.id) + "()"
-				}
-			}
 			stmt := fmt.Sprintf("CREATE OR REPLACE VIEW apron.%s.%s AS %s", quoteIdent(d.Name), quoteIdent(t.Name), body)
 			if err := exec(v.mu.admin, stmt); err != nil {
 				return fmt.Errorf("query: creating view for table %q.%q: %w", d.Name, t.Name, err)
@@ -167,28 +137,4 @@ func (v *viewSync) warnOnce(key, msg string, args ...any) {
 	}
 	v.mu.warned[key] = true
 	v.e.log.Warn(msg, args...)
-}
-
-// columns returns the names and DuckDB types of the columns of scan (a
-// SELECT from apron_scan) and the Apron columns they come from; nil when
-// the files cannot be read natively (names that differ only in case).
-func (v *viewSync) columns(scan string, tcols []catalog.Column) ([]nativeCol, error) {
-	rows, err := queryStrings(v.mu.admin, "SELECT column_name, column_type FROM (DESCRIBE "+scan+")")
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) != len(tcols) {
-		return nil, fmt.Errorf("%d columns, the catalog has %d", len(rows), len(tcols))
-	}
-	seen := map[string]bool{}
-	cols := make([]nativeCol, len(rows))
-	for i, r := range rows {
-		l := strings.ToLower(tcols[i].Name)
-		if seen[l] {
-			return nil, nil
-		}
-		seen[l] = true
-		cols[i] = nativeCol{name: r[0], src: tcols[i].Name, typ: r[1]}
-	}
-	return cols, nil
 }
