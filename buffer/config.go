@@ -37,6 +37,11 @@ type Config struct {
 	// ChunkRows is the number of rows at which a partition's open chunk is
 	// sealed into an immutable record batch.
 	ChunkRows int
+	// MaxValueSize bounds one string or binary value of a write, in bytes
+	// (--max-value-size); 0 means no limit. Clients read rows back in
+	// gRPC messages of at most 4 to 16 MiB by default: a bigger value
+	// could be written but never read.
+	MaxValueSize int64
 
 	// Store is where closed segments are persisted (doc.go). nil disables
 	// persistence: closed segments then stay in memory and in the WAL.
@@ -75,6 +80,7 @@ func DefaultConfig() Config {
 		WALSync:         wal.SyncFsync,
 		Limits:          catalog.DefaultLimits(),
 		ChunkRows:       8192,
+		MaxValueSize:    DefaultMaxValueSize,
 
 		PersistConcurrency:  4,
 		PersistRetryMin:     100 * time.Millisecond,
@@ -82,6 +88,12 @@ func DefaultConfig() Config {
 		StartupStoreTimeout: 2 * time.Minute,
 	}
 }
+
+// DefaultMaxValueSize is the MaxValueSize `apron serve` starts with: 8 MiB,
+// under the 16 MiB message limit of the ADBC Flight SQL driver and of
+// pyarrow (the Flight SQL JDBC driver's is larger) with room for the rest
+// of a row.
+const DefaultMaxValueSize = 8 << 20
 
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
@@ -94,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.MemLimit < 1<<20 {
 		errs = append(errs, fmt.Errorf("buffer memory limit %d bytes is under 1 MiB (--buffer-mem-limit)", c.MemLimit))
+	}
+	if c.MaxValueSize < 0 {
+		errs = append(errs, fmt.Errorf("max value size %d bytes is negative (--max-value-size)", c.MaxValueSize))
 	}
 	if c.ChunkRows < 1 {
 		errs = append(errs, fmt.Errorf("chunk rows %d must be positive", c.ChunkRows))

@@ -62,7 +62,7 @@ func TestEncodeBatch(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	for _, n := range []int{1, 100, 20000} {
 		rec := makeRecord(mem, cpuSchema, genRows(t0.UnixNano(), n, 1))
-		nb, err := normalize(rec, t0, mem, fromClient)
+		nb, err := normalize(rec, t0, mem, fromClient, 0)
 		rec.Release()
 		if err != nil {
 			t.Fatal(err)

@@ -43,11 +43,22 @@ const (
 	fromWAL
 )
 
+// MinTime and MaxTime bound the times a write may carry: DuckDB's finite
+// TIMESTAMP_NS values (it reads int64 max as infinity, and cannot print
+// times before 1677-09-22).
+const (
+	MinTime int64 = -9223286400000000000 // 1677-09-22T00:00:00Z
+	MaxTime int64 = math.MaxInt64 - 1    // 2262-04-11T23:47:16.854775806Z
+)
+
 // normalize returns rec with its time column converted to UTC nanoseconds
 // (Arrow timestamps with a zone hold UTC already; those without one are
 // taken as UTC), or added with now on every row when rec has none. rec is
-// retained, not consumed.
-func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src batchSource) (*batch, error) {
+// retained, not consumed. A client's batch (src fromClient) is checked
+// too: times within [MinTime, MaxTime], no string or binary value over
+// maxValue bytes (0: no limit). A replayed one was accepted once and is
+// taken as it is.
+func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src batchSource, maxValue int64) (*batch, error) {
 	schema := rec.Schema()
 	idx := schema.FieldIndices(TimeColumn)
 	if len(idx) > 1 {
@@ -72,6 +83,11 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src b
 		cols[i] = timeArr
 	}
 	defer timeArr.Release()
+	if src == fromClient {
+		if err := checkTimes(valuesOf[int64](timeArr)); err != nil {
+			return nil, err
+		}
+	}
 	// Binary offsets are checked here, before the WAL: the buffer trusts
 	// them (string offsets encodeStrings checks).
 	for i, f := range fields {
@@ -84,6 +100,13 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src b
 		}
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	if src == fromClient && maxValue > 0 {
+		for i, f := range fields {
+			if err := checkValueSizes(cols[i], maxValue); err != nil {
+				return nil, fmt.Errorf("column %q: %w", f.Name, err)
+			}
 		}
 	}
 	// Each string column is hashed on its own goroutine: hashing is most
@@ -129,6 +152,17 @@ func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src b
 		}
 	}
 	return b, nil
+}
+
+// checkTimes refuses times DuckDB cannot represent as finite values.
+func checkTimes(times []int64) error {
+	for i, t := range times {
+		if t < MinTime || t > MaxTime {
+			return fmt.Errorf("%w: column %q row %d: %d ns is outside the times SQL can represent (%s to %s)",
+				ErrInvalidBatch, TimeColumn, i, t, time.Unix(0, MinTime).UTC().Format(time.RFC3339Nano), time.Unix(0, MaxTime).UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return nil
 }
 
 func constantTime(ns int64, n int, mem memory.Allocator) arrow.Array {
@@ -195,3 +229,75 @@ func isStringType(t arrow.DataType) bool {
 // parallelEncodeRows is the batch size from which string columns are
 // encoded in parallel: below it, starting goroutines costs more.
 const parallelEncodeRows = 16 << 10
+
+// checkValueSizes refuses a string or binary value of a (a dictionary's:
+// a value a row uses) over max bytes. Offsets are only compared here:
+// encodeStrings and validateOffsets check them, and a malformed array is
+// refused there.
+func checkValueSizes(a arrow.Array, max int64) error {
+	switch a.DataType().ID() {
+	case arrow.STRING, arrow.BINARY:
+		if i, n, ok := oversized(offsetsOf[int32](a), a, max); ok {
+			return valueTooLarge(i, n, max)
+		}
+	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		if i, n, ok := oversized(offsetsOf[int64](a), a, max); ok {
+			return valueTooLarge(i, n, max)
+		}
+	case arrow.DICTIONARY:
+		d := a.(*array.Dictionary)
+		dict := d.Dictionary()
+		big := map[int]int64{}
+		for j := 0; ; {
+			var i int
+			var n int64
+			var ok bool
+			switch dict.DataType().ID() {
+			case arrow.STRING, arrow.BINARY:
+				i, n, ok = oversizedFrom(offsetsOf[int32](dict), dict, max, j)
+			case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+				i, n, ok = oversizedFrom(offsetsOf[int64](dict), dict, max, j)
+			}
+			if !ok {
+				break
+			}
+			big[i] = n
+			j = i + 1
+		}
+		if len(big) == 0 {
+			return nil
+		}
+		for r := range d.Len() {
+			if d.IsNull(r) {
+				continue
+			}
+			if n, ok := big[d.GetValueIndex(r)]; ok {
+				return valueTooLarge(r, n, max)
+			}
+		}
+	}
+	return nil
+}
+
+// oversized finds the first non-null row of a over max bytes.
+func oversized[O int32 | int64](offsets []O, a arrow.Array, max int64) (row int, size int64, ok bool) {
+	return oversizedFrom(offsets, a, max, 0)
+}
+
+func oversizedFrom[O int32 | int64](offsets []O, a arrow.Array, max int64, from int) (row int, size int64, ok bool) {
+	n := a.Len()
+	if len(offsets) < n+1 {
+		return 0, 0, false
+	}
+	for i := from; i < n; i++ {
+		if size := int64(offsets[i+1]) - int64(offsets[i]); size > max && !a.IsNull(i) {
+			return i, size, true
+		}
+	}
+	return 0, 0, false
+}
+
+func valueTooLarge(row int, size, max int64) error {
+	return fmt.Errorf("%w: row %d: a value of %d bytes is over the limit of %d bytes (--max-value-size): clients could not read it back, their gRPC messages are 4 to 16 MiB at most",
+		ErrInvalidBatch, row, size, max)
+}

@@ -31,7 +31,7 @@ type Recycler struct {
 
 const (
 	minRecycleClass = 6  // 64 B: smaller sizes round up
-	maxRecycleClass = 30 // 1 GiB: larger ones are not kept
+	maxRecycleClass = 26 // 64 MiB: larger ones (a huge batch) are not kept
 	// maxRecycled bounds the bytes kept at once; beyond it, frees go to
 	// the parent.
 	maxRecycled = 128 << 20

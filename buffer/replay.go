@@ -30,7 +30,7 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 				return fmt.Errorf("sequence %d follows %d: records out of order", e.Sequence, lastSeq)
 			}
 			lastSeq = e.Sequence
-			nb, err := normalize(rec, b.cfg.Now(), b.mem, fromWAL)
+			nb, err := normalize(rec, b.cfg.Now(), b.mem, fromWAL, 0)
 			if err != nil {
 				return err
 			}

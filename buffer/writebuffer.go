@@ -229,7 +229,7 @@ func (b *WriteBuffer) Submit(_ context.Context, db, table string, rec arrow.Reco
 
 func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
 	now := b.cfg.Now()
-	nb, err := normalize(rec, now, b.mem, fromClient)
+	nb, err := normalize(rec, now, b.mem, fromClient, b.cfg.MaxValueSize)
 	if err != nil {
 		return nil, fmt.Errorf("database %q table %q: %w", db, table, err)
 	}

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -65,6 +67,16 @@ func planAppend(t *Table, schema *arrow.Schema, lim Limits, opts WriteOptions) (
 			if a.Name == col.Name {
 				return nil, duplicateColumn(t.Database, t.Name, f.Name)
 			}
+			if !opts.Replay && strings.EqualFold(a.Name, col.Name) {
+				return nil, caseCollision(t.Database, t.Name, col.Name, a.Name, false)
+			}
+		}
+		if !opts.Replay {
+			for _, c := range t.Columns {
+				if strings.EqualFold(c.Name, col.Name) {
+					return nil, caseCollision(t.Database, t.Name, col.Name, c.Name, true)
+				}
+			}
 		}
 		added = append(added, col)
 	}
@@ -93,10 +105,30 @@ func planCreate(s *Snapshot, d *Database, lim Limits, db, table string, schema *
 	if err := ValidateTableName(db, table); err != nil {
 		return nil, err
 	}
+	// SQL names are case-insensitive: a database or table whose name
+	// differs from another's only in case could not be told apart in a
+	// query.
+	if !opts.Replay {
+		if d == nil {
+			for _, o := range s.sorted {
+				if strings.EqualFold(o.Name, db) {
+					return nil, newError(ErrInvalidName, "catalog: database %s differs from the existing database %s only in case, and SQL does not tell them apart; write to %s",
+						quoteName(db), quoteName(o.Name), quoteName(o.Name))
+				}
+			}
+		} else {
+			for _, o := range d.Tables {
+				if strings.EqualFold(o.Name, table) {
+					return nil, newError(ErrInvalidName, "catalog: db %s: table %s differs from the existing table %s only in case, and SQL does not tell them apart; write to %s",
+						quoteName(db), quoteName(table), quoteName(o.Name), quoteName(o.Name))
+				}
+			}
+		}
+	}
 	if !opts.Replay && opts.IfNotExists == FailIfNotExists {
 		return nil, tableNotFound(db, table, d != nil)
 	}
-	cols, err := newTableColumns(db, table, schema)
+	cols, err := newTableColumns(db, table, schema, opts.Replay)
 	if err != nil {
 		return nil, err
 	}
@@ -117,18 +149,25 @@ func planCreate(s *Snapshot, d *Database, lim Limits, db, table string, schema *
 }
 
 // newTableColumns turns a batch schema into the columns of a new table:
-// time first, then the others in batch order.
-func newTableColumns(db, table string, schema *arrow.Schema) ([]Column, error) {
+// time first, then the others in batch order. Names that differ only in
+// case are refused, unless replaying.
+func newTableColumns(db, table string, schema *arrow.Schema, replay bool) ([]Column, error) {
 	n := schema.NumFields()
 	cols := make([]Column, 1, max(n, 1))
-	names := make(map[string]struct{}, n)
+	names := make(map[string]string, n) // lower-cased name → name
 	hasTime := false
 	for i := 0; i < n; i++ {
 		f := schema.Field(i)
-		if _, dup := names[f.Name]; dup {
-			return nil, duplicateColumn(db, table, f.Name)
+		lower := strings.ToLower(f.Name)
+		if other, dup := names[lower]; dup {
+			if other == f.Name {
+				return nil, duplicateColumn(db, table, f.Name)
+			}
+			if !replay {
+				return nil, caseCollision(db, table, f.Name, other, false)
+			}
 		}
-		names[f.Name] = struct{}{}
+		names[lower] = f.Name
 		if f.Name == TimeColumn {
 			if !isTimeType(f.Type) {
 				return nil, wrongTimeType(db, table, f.Type)
@@ -193,6 +232,17 @@ func unsupported(db, table string, f arrow.Field) error {
 
 func duplicateColumn(db, table, name string) error {
 	return newError(ErrInvalidSchema, "catalog: db %s table %s: duplicate column %s in batch", quoteName(db), quoteName(table), quoteName(name))
+}
+
+// caseCollision is the error for a new column whose name differs from
+// another's (stored already, or sent beside it) only in case.
+func caseCollision(db, table, name, other string, stored bool) error {
+	where := "sent in the same batch"
+	if stored {
+		where = "of the table"
+	}
+	return newError(ErrInvalidSchema, "catalog: db %s table %s: column %s differs from the column %s %s only in case, and SQL does not tell them apart; rename one",
+		quoteName(db), quoteName(table), quoteName(name), quoteName(other), where)
 }
 
 func missingTime(db, table string) error {

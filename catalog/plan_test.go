@@ -216,6 +216,33 @@ func TestPlanWriteDuplicateColumns(t *testing.T) {
 	})
 }
 
+// TestPlanWriteCaseCollisions refuses names SQL could not tell apart:
+// equal but for case to another column, table or database. A replayed
+// write (accepted before the rule) is still taken.
+func TestPlanWriteCaseCollisions(t *testing.T) {
+	withOther := func(t testing.TB, c *Catalog) { write(t, c, "metrics", "mem", cpu()) }
+	runPlanCases(t, []planCase{
+		{name: "new_table", schema: sch(fld("time", tsNs), fld("a", i64), fld("A", i64)), wantErr: ErrInvalidSchema,
+			wantMsg: []string{`column "A" differs from the column "a" sent in the same batch only in case`}},
+		{name: "new_table_TIME", schema: sch(fld("time", tsNs), fld("TIME", tsNs)), wantErr: ErrInvalidSchema,
+			wantMsg: []string{`column "TIME" differs from the column "time"`}},
+		{name: "append_stored", setup: withCPU, schema: sch(fld("time", tsNs), fld("HOST", str)), wantErr: ErrInvalidSchema,
+			wantMsg: []string{`column "HOST" differs from the column "host" of the table only in case`}},
+		{name: "append_Time", setup: withCPU, schema: sch(fld("time", tsNs), fld("Time", tsNs)), wantErr: ErrInvalidSchema,
+			wantMsg: []string{`column "Time" differs from the column "time" of the table`}},
+		{name: "append_two_new", setup: withCPU, schema: sch(fld("time", tsNs), fld("x", i64), fld("X", i64)), wantErr: ErrInvalidSchema,
+			wantMsg: []string{`column "X" differs from the column "x" sent in the same batch`}},
+		{name: "table", setup: withOther, table: "MEM", schema: cpu(), wantErr: ErrInvalidName,
+			wantMsg: []string{`table "MEM" differs from the existing table "mem" only in case`}},
+		{name: "database", setup: withOther, db: "Metrics", schema: cpu(), wantErr: ErrInvalidName,
+			wantMsg: []string{`database "Metrics" differs from the existing database "metrics" only in case`}},
+		{name: "replay_column", setup: withCPU, schema: sch(fld("time", tsNs), fld("HOST", str)), opts: WriteOptions{Replay: true},
+			want: &change{cols: "HOST:utf8"}},
+		{name: "replay_table", setup: withOther, table: "MEM", schema: cpu(), opts: WriteOptions{Replay: true},
+			want: &change{newTable: true, cols: "time:timestamp[ns],host:utf8,usage:float64"}},
+	})
+}
+
 func TestPlanWriteModes(t *testing.T) {
 	all := "time:timestamp[ns],host:utf8,usage:float64"
 	create := WriteOptions{IfNotExists: CreateTable, IfExists: FailIfExists}

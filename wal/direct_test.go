@@ -146,3 +146,40 @@ func TestDirectIO(t *testing.T) {
 		t.Fatalf("replay of a cleanly closed file: %+v, %v", stats, err)
 	}
 }
+
+// TestDirectStageGivenBack: a group larger than the staging buffer keeps
+// is written from a buffer of its own, and the memory is not held after
+// it; records still replay.
+func TestDirectStageGivenBack(t *testing.T) {
+	dir := directDir(t)
+	fs := waltest.New(wal.OSFS())
+	fs.Direct = true
+	w, err := wal.Create(wal.Options{Dir: dir, FS: fs}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var payloads [][]byte
+	for _, size := range []int{1000, 100 << 20, 3000} {
+		p := payloadOf(uint64(len(payloads)), size)
+		payloads = append(payloads, p)
+		if err := w.Append(p).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if c := w.StageCap(); c > 64<<20 {
+			t.Fatalf("after a record of %d bytes the staging buffer holds %d bytes", size, c)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := replayAll(t, wal.ReplayOptions{Dir: dir})
+	if err != nil || len(recs) != len(payloads) {
+		t.Fatalf("replay: %d records (want %d), %v", len(recs), len(payloads), err)
+	}
+	for i, r := range recs {
+		if !bytes.Equal(r.payload, payloads[i]) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}

@@ -291,11 +291,25 @@ func (w *Writer) writeDirect(group []*Pending) error {
 	if _, err := w.df.WriteAt(w.stage[:padded], blockStart); err != nil {
 		return err
 	}
-	// Keep the new last partial block at the front of stage.
+	// Keep the new last partial block at the front of stage, in a buffer
+	// of its own when one group made stage larger than is worth keeping.
 	last := int(w.off&^(b-1) - blockStart)
-	copy(w.stage, w.stage[last:last+int(w.off&(b-1))])
+	tail := w.stage[last : last+int(w.off&(b-1))]
+	if cap(w.stage) > maxKeptStage {
+		small := alignedGrow(nil, b)
+		copy(small, tail)
+		w.stage = small
+		return nil
+	}
+	copy(w.stage, tail)
 	return nil
 }
+
+// maxKeptStage bounds the staging buffer kept between direct writes: a
+// group that needs more (a huge batch) gets a buffer of its own, given
+// back once written, rather than holding the memory until the file
+// rotates.
+const maxKeptStage = 64 << 20
 
 // truncateToRecords cuts the zero padding of direct writes off the end of
 // the file before it is closed, so that a closed file ends with its last
