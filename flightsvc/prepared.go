@@ -2,10 +2,7 @@ package flightsvc
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,126 +12,6 @@ import (
 
 	"github.com/apron-db/apron/query"
 )
-
-// Prepared statement limits: a handle not used for preparedIdle is
-// forgotten; at most preparedMax are open at once.
-const (
-	preparedIdle = time.Hour
-	preparedMax  = 10000
-)
-
-// preparedStore holds the open prepared statements by handle, with the
-// parameters last bound to each.
-type preparedStore struct {
-	idle time.Duration
-	max  int
-	mu   struct {
-		sync.Mutex
-		m     map[string]*prepared
-		swept time.Time // last sweep of expired handles
-	}
-}
-
-type prepared struct {
-	st     *query.Statement
-	params arrow.RecordBatch // bound by DoPut; nil if none (guarded by the store's mu)
-	used   time.Time
-}
-
-func newPreparedStore() *preparedStore {
-	p := &preparedStore{idle: preparedIdle, max: preparedMax}
-	p.mu.m = make(map[string]*prepared)
-	return p
-}
-
-// add stores st under a new handle.
-func (p *preparedStore) add(st *query.Statement) (string, error) {
-	handle := rand.Text()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	// Sweep expired handles (releasing their parameters) now and then,
-	// and whenever the store is full.
-	if len(p.mu.m) >= p.max || now.Sub(p.mu.swept) > time.Minute {
-		p.mu.swept = now
-		for h, e := range p.mu.m {
-			if now.Sub(e.used) > p.idle {
-				p.dropLocked(h, e)
-			}
-		}
-	}
-	if len(p.mu.m) >= p.max {
-		return "", fmt.Errorf("%w: %d prepared statements are open; close some (ClosePreparedStatement) or let them expire after %s idle",
-			errResourceExhausted, p.max, p.idle)
-	}
-	p.mu.m[handle] = &prepared{st: st, used: now}
-	return handle, nil
-}
-
-func (p *preparedStore) dropLocked(h string, e *prepared) {
-	if e.params != nil {
-		e.params.Release()
-	}
-	delete(p.mu.m, h)
-}
-
-// get returns the statement and its bound parameters (retained: the
-// caller releases them).
-func (p *preparedStore) get(handle []byte) (*query.Statement, arrow.RecordBatch, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.mu.m[string(handle)]
-	now := time.Now()
-	if ok && now.Sub(e.used) > p.idle {
-		p.dropLocked(string(handle), e)
-		ok = false
-	}
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: prepared statement %q is not open (closed, or idle for more than %s, or the server restarted); prepare it again",
-			errNotFound, handle, p.idle)
-	}
-	e.used = now
-	if e.params != nil {
-		e.params.Retain()
-	}
-	return e.st, e.params, nil
-}
-
-// bind replaces the parameters of a statement; it takes ownership of
-// params.
-func (p *preparedStore) bind(handle []byte, params arrow.RecordBatch) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, ok := p.mu.m[string(handle)]
-	if !ok {
-		if params != nil {
-			params.Release()
-		}
-		return fmt.Errorf("%w: prepared statement %q is not open; prepare it again", errNotFound, handle)
-	}
-	if e.params != nil {
-		e.params.Release()
-	}
-	e.params = params
-	e.used = time.Now()
-	return nil
-}
-
-func (p *preparedStore) close(handle []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.mu.m[string(handle)]; ok {
-		p.dropLocked(string(handle), e)
-	}
-}
-
-func (p *preparedStore) closeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for h, e := range p.mu.m {
-		p.dropLocked(h, e)
-	}
-}
 
 // readParams reads every batch of a parameter stream into one batch
 // (nil if the stream has no columns or no rows).
@@ -210,7 +87,7 @@ func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.A
 	if err != nil {
 		return res, statusOf(err)
 	}
-	handle, err := s.prepared.add(st)
+	handle, err := s.prepared.add(clientKey(ctx), st)
 	if err != nil {
 		return res, statusOf(err)
 	}
@@ -229,7 +106,7 @@ func (s *SQLServer) ClosePreparedStatement(_ context.Context, req flightsql.Acti
 
 // DoPutPreparedStatementQuery binds parameters: the batches of the stream,
 // one execution per row, kept until the next bind or the close.
-func (s *SQLServer) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+func (s *SQLServer) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
 	handle := cmd.GetPreparedStatementHandle()
 	params, err := readParams(s.mem, rdr)
 	if err != nil {

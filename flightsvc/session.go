@@ -24,11 +24,14 @@ const (
 )
 
 // Session limits: a session that holds options is kept until CloseSession,
-// until it has been idle for sessionIdle, or until sessionMax newer ones
-// push it out.
+// until it has been idle for sessionIdle, or until newer ones push it out:
+// sessionMax in all, least recently used first, and sessionsPerHost
+// from one host, whose own least recently used goes first (so that a
+// client making sessions in a loop pushes out only its own).
 const (
-	sessionIdle = time.Hour
-	sessionMax  = 10000
+	sessionIdle     = time.Hour
+	sessionMax      = 10000
+	sessionsPerHost = 1000
 )
 
 // sessionStore keeps the sessions that hold options, for arrow-go's
@@ -37,9 +40,10 @@ const (
 // gives it something to remember (keep), so that clients that never send
 // cookies do not fill the store.
 type sessionStore struct {
-	idle time.Duration
-	max  int
-	log  *slog.Logger
+	idle    time.Duration
+	max     int
+	perHost int
+	log     *slog.Logger
 	mu   struct {
 		sync.Mutex
 		m map[string]*storedSession
@@ -48,11 +52,12 @@ type sessionStore struct {
 
 type storedSession struct {
 	s    session.ServerSession
+	host string
 	used time.Time
 }
 
 func newSessionStore(log *slog.Logger) *sessionStore {
-	st := &sessionStore{idle: sessionIdle, max: sessionMax, log: log}
+	st := &sessionStore{idle: sessionIdle, max: sessionMax, perHost: sessionsPerHost, log: log}
 	st.mu.m = make(map[string]*storedSession)
 	return st
 }
@@ -86,15 +91,32 @@ func (st *sessionStore) Remove(id string) error {
 	return nil
 }
 
-// keep stores s (or refreshes it), dropping expired sessions and, past
-// the bound, the least recently used one.
-func (st *sessionStore) keep(s session.ServerSession) {
+// keep stores s, of a client on host (or refreshes it), dropping expired
+// sessions and, past the bounds, the least recently used one of the host,
+// or of all.
+func (st *sessionStore) keep(s session.ServerSession, host string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := time.Now()
 	if e, ok := st.mu.m[s.Token()]; ok {
 		e.used = now
 		return
+	}
+	var hostOldest string
+	var hostOldestUsed time.Time
+	n := 0
+	for id, e := range st.mu.m {
+		if e.host != host {
+			continue
+		}
+		n++
+		if hostOldest == "" || e.used.Before(hostOldestUsed) {
+			hostOldest, hostOldestUsed = id, e.used
+		}
+	}
+	if n >= st.perHost {
+		delete(st.mu.m, hostOldest)
+		st.log.Warn("sessions of one host at their bound: dropped its least recently used", "host", host, "max", st.perHost)
 	}
 	if len(st.mu.m) >= st.max {
 		var oldest string
@@ -113,7 +135,7 @@ func (st *sessionStore) keep(s session.ServerSession) {
 			st.log.Warn("session store full: dropped the least recently used session", "max", st.max)
 		}
 	}
-	st.mu.m[s.Token()] = &storedSession{s: s, used: now}
+	st.mu.m[s.Token()] = &storedSession{s: s, host: host, used: now}
 }
 
 // flightServicePrefix is the gRPC method prefix of the Flight service;
@@ -214,7 +236,7 @@ func (s *SQLServer) SetSessionOptions(ctx context.Context, req *flight.SetSessio
 			res.Errors[name] = sessionError(flightpb.SetSessionOptionsResult_INVALID_NAME)
 		}
 	}
-	s.sessions.keep(sess)
+	s.sessions.keep(sess, peerHost(ctx))
 	return res, nil
 }
 

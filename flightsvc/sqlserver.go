@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,13 +25,28 @@ const CatalogName = "apron"
 // Version is the server version reported through GetSqlInfo.
 var Version = "0.1.0-dev"
 
+// Config configures a SQLServer. Flags of `apron serve` map onto it in
+// cmd/apron only.
+type Config struct {
+	Logger *slog.Logger
+	// QueryIdleTimeout cancels a query whose client has taken no result
+	// batch for that long (--query-idle-timeout), freeing its slot of
+	// --max-concurrent-queries; 0 never does.
+	QueryIdleTimeout time.Duration
+}
+
+// DefaultQueryIdleTimeout is the QueryIdleTimeout `apron serve` starts
+// with.
+const DefaultQueryIdleTimeout = time.Minute
+
 // SQLServer is the Flight SQL side of the service.
 type SQLServer struct {
 	flightsql.BaseServer
-	wb  *buffer.WriteBuffer
-	eng *query.Engine
-	log *slog.Logger
-	mem memory.Allocator
+	wb   *buffer.WriteBuffer
+	eng  *query.Engine
+	log  *slog.Logger
+	mem  memory.Allocator
+	idle time.Duration
 
 	sessions *sessionStore
 	prepared *preparedStore
@@ -39,11 +55,15 @@ type SQLServer struct {
 
 // NewSQLServer returns the Flight SQL server over a write buffer and the
 // query engine that reads it.
-func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, log *slog.Logger) (*SQLServer, error) {
+func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLServer, error) {
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(),
+	if cfg.QueryIdleTimeout < 0 {
+		return nil, fmt.Errorf("flightsvc: query idle timeout %s is negative (--query-idle-timeout)", cfg.QueryIdleTimeout)
+	}
+	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(), idle: cfg.QueryIdleTimeout,
 		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries()}
 	s.Alloc = s.mem
 	for id, v := range s.sqlInfo() {

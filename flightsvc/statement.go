@@ -183,23 +183,48 @@ func concatBatches(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.Record
 // most maxChunkBytes. The channel is unbuffered: a batch is read from
 // DuckDB only once the previous one was taken, so a slow client slows the
 // query instead of filling memory. The producer stops when ctx is done
-// (the client went away), releases rdr and calls done.
+// (the client went away), releases rdr and calls done. A client that
+// takes no batch for the idle timeout loses its query: rdr is released
+// (the query's slot is free again) and the stream ends with
+// errQueryIdle, once the client reads again or goes away.
 func (s *SQLServer) stream(ctx context.Context, rdr array.RecordReader, done func()) <-chan flight.StreamChunk {
 	ch := make(chan flight.StreamChunk)
 	go func() {
 		defer close(ch)
+		var idled bool
+		defer func() {
+			if idled {
+				s.log.Info("query cancelled: its client took no result batch in time", "idle_timeout", s.idle, "client", peerAddr(ctx))
+				select {
+				case ch <- flight.StreamChunk{Err: statusOf(fmt.Errorf("%w (%s, --query-idle-timeout)", errQueryIdle, s.idle))}:
+				case <-ctx.Done():
+				}
+			}
+		}()
 		defer done()
 		defer rdr.Release()
+		var timer *time.Timer
+		if s.idle > 0 {
+			timer = time.NewTimer(s.idle)
+			defer timer.Stop()
+		}
 		send := func(c flight.StreamChunk) bool {
+			var idle <-chan time.Time
+			if timer != nil {
+				timer.Reset(s.idle)
+				idle = timer.C
+			}
 			select {
 			case ch <- c:
 				return true
 			case <-ctx.Done():
-				if c.Data != nil {
-					c.Data.Release()
-				}
-				return false
+			case <-idle:
+				idled = true
 			}
+			if c.Data != nil {
+				c.Data.Release()
+			}
+			return false
 		}
 		defer func() {
 			if r := recover(); r != nil {
@@ -313,6 +338,9 @@ func newRunningQueries() *runningQueries {
 
 func statementKey(id string) string    { return "statement:" + id }
 func preparedKey(handle []byte) string { return "prepared:" + string(handle) }
+
+// errQueryIdle ends the stream of a query whose client stopped reading.
+var errQueryIdle = fmt.Errorf("%w: the query was cancelled because its client took no result batch for the idle timeout", context.DeadlineExceeded)
 
 // errCancelledByClient is the cause of a query stopped by CancelFlightInfo.
 var errCancelledByClient = fmt.Errorf("%w: the query was cancelled (CancelFlightInfo)", context.Canceled)

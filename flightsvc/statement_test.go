@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/query"
 )
 
 // wideBatch is n rows of one string column of width bytes per row.
@@ -93,16 +96,52 @@ func TestStreamChunks(t *testing.T) {
 	}
 }
 
-func TestPreparedStoreBound(t *testing.T) {
+// TestPreparedStorePerClient: a client that fills its share is refused,
+// and only it; past the server's bound, the idle handles of the client
+// holding the most go first.
+func TestPreparedStorePerClient(t *testing.T) {
+	now := time.Unix(1e9, 0)
 	p := newPreparedStore()
-	p.max = 3
+	p.now = func() time.Time { return now }
+	p.perClient, p.max = 3, 5
+	st := &query.Statement{SQL: "SELECT 1"}
+	var flood []string
 	for i := range 3 {
-		if _, err := p.add(nil); err != nil {
+		h, err := p.add("flooder", st)
+		if err != nil {
 			t.Fatalf("add %d: %v", i, err)
 		}
+		flood = append(flood, h)
 	}
-	_, err := p.add(nil)
-	if got := fmt.Sprint(statusOf(err)); !strings.Contains(got, "ResourceExhausted") {
-		t.Errorf("add past the bound: %v", got)
+	_, err := p.add("flooder", st)
+	if got := fmt.Sprint(statusOf(err)); !strings.Contains(got, "ResourceExhausted") || !strings.Contains(got, "others are not affected") {
+		t.Errorf("add past the client's bound: %v", got)
+	}
+	// Another client still prepares.
+	if _, err := p.add("other", st); err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	if _, err := p.add("other", st); err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	// The server is full (5): nothing idle long enough yet.
+	if _, err := p.add("third", st); err == nil {
+		t.Fatal("add past the server's bound with nothing idle: accepted")
+	}
+	now = now.Add(2 * preparedEvictIdle)
+	h, err := p.add("third", st)
+	if err != nil {
+		t.Fatalf("add past the server's bound with idle handles: %v", err)
+	}
+	// The flooder's oldest handle went.
+	if _, _, err := p.get([]byte(flood[0])); err == nil {
+		t.Error("the flooder's least recently used handle is still open")
+	}
+	if _, _, err := p.get([]byte(h)); err != nil {
+		t.Error(err)
+	}
+	p.closeAll()
+	if len(p.mu.m) != 0 || len(p.mu.clients) != 0 || p.mu.bytes != 0 {
+		t.Errorf("after closeAll: %d handles, %d clients, %d bytes", len(p.mu.m), len(p.mu.clients), p.mu.bytes)
 	}
 }

@@ -34,6 +34,9 @@ type Config struct {
 	// QueueTimeout is how long a query waits for a free connection before
 	// it fails with ErrTooManyQueries.
 	QueueTimeout time.Duration
+	// Timeout cancels a query that runs longer (--query-timeout); 0 means
+	// no limit.
+	Timeout time.Duration
 	// CacheDir holds local copies of persisted Parquet files fetched from
 	// the buffer's object store (--cache-dir; cmd/apron defaults it to
 	// <data-dir>/cache). Required when the store is not a local one, whose
@@ -53,12 +56,15 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
+// DefaultTimeout is the Timeout `apron serve` starts with.
+const DefaultTimeout = 10 * time.Minute
+
 // DefaultCacheSize is the CacheSize `apron serve` starts with: 10 GiB.
 const DefaultCacheSize = 10 << 30
 
 // DefaultConfig returns the configuration `apron serve` starts with.
 func DefaultConfig() Config {
-	return Config{MaxConcurrent: 16, QueueTimeout: 5 * time.Second, CacheSize: DefaultCacheSize}
+	return Config{MaxConcurrent: 16, QueueTimeout: 5 * time.Second, Timeout: DefaultTimeout, CacheSize: DefaultCacheSize}
 }
 
 // Validate reports the settings that cannot work.
@@ -75,6 +81,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("cache size %d bytes is negative (--cache-size)", c.CacheSize))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("query timeout %s is negative (--query-timeout)", c.Timeout))
 	}
 	if c.QueueTimeout < 0 {
 		errs = append(errs, fmt.Errorf("query queue timeout %s is negative", c.QueueTimeout))
@@ -94,9 +103,18 @@ type Engine struct {
 	conv    duck.Connection
 	threads int
 
-	// sem holds one token per running query.
-	sem   chan struct{}
-	procs *procBoost
+	// sem holds one token per running query; sysSem one per query that
+	// reads only system tables, which has slots of its own (slots.go).
+	sem    chan struct{}
+	sysSem chan struct{}
+	procs  *procBoost
+	// parsers are idle connections that admission parses statements on
+	// (json_serialize_sql), outside the pool: a statement is admitted
+	// before it takes a slot.
+	parsers struct {
+		sync.Mutex
+		idle []duck.Connection
+	}
 
 	// qstate is per-query state (time bounds) by DuckDB connection id,
 	// read by the scans' bind.
@@ -143,6 +161,7 @@ type conn struct {
 	schema string // the database unqualified names resolve in now
 	sql    string // the statement prepared last, for system.queries
 	inTx   bool   // in the read-only transaction of the query it runs
+	sem    chan struct{} // the slots it holds one of while active
 }
 
 // Open starts an engine over wb.
@@ -162,7 +181,8 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), procs: &procBoost{extra: cfg.ExtraProcs},
+	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
+		procs: &procBoost{extra: cfg.ExtraProcs},
 		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
@@ -219,6 +239,10 @@ func (e *Engine) Close() error {
 	for range cap(e.sem) {
 		e.sem <- struct{}{}
 	}
+	for range cap(e.sysSem) {
+		e.sysSem <- struct{}{}
+	}
+	e.closeParsers()
 	e.mu.Lock()
 	for _, c := range e.mu.idle {
 		duck.Disconnect(&c.c)
@@ -275,115 +299,43 @@ func (e *Engine) Stats() Stats {
 	return st
 }
 
-// acquire takes a connection, waiting up to QueueTimeout for a slot.
-func (e *Engine) acquire(ctx context.Context) (*conn, error) {
-	select {
-	case e.sem <- struct{}{}:
-	default:
-		t := time.NewTimer(e.cfg.QueueTimeout)
-		defer t.Stop()
-		select {
-		case e.sem <- struct{}{}:
-		case <-t.C:
-			return nil, fmt.Errorf("%w: %d queries are running (--max-concurrent-queries) and none finished within %s",
-				ErrTooManyQueries, cap(e.sem), e.cfg.QueueTimeout)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e.mu.Lock()
-	if e.mu.closed {
-		e.mu.Unlock()
-		<-e.sem
-		return nil, ErrClosed
-	}
-	var c *conn
-	if n := len(e.mu.idle); n > 0 {
-		c = e.mu.idle[n-1]
-		e.mu.idle = e.mu.idle[:n-1]
-	}
-	if c == nil {
-		c = &conn{}
-		if duck.Connect(e.db, &c.c) == duck.StateError {
-			e.mu.Unlock()
-			<-e.sem
-			return nil, errors.New("query: connecting to DuckDB failed")
-		}
-		if err := exec(c.c, "USE "+Catalog); err != nil {
-			duck.Disconnect(&c.c)
-			e.mu.Unlock()
-			<-e.sem
-			return nil, fmt.Errorf("query: new connection: %w", err)
-		}
-		var cc duck.ClientContext
-		duck.ConnectionGetClientContext(c.c, &cc)
-		c.id = uint64(duck.ClientContextGetConnectionId(cc))
-		duck.DestroyClientContext(&cc)
-		e.pooled.Store(c.id, struct{}{})
-		e.mu.open++
-	}
-	e.mu.active[c] = struct{}{}
-	e.mu.Unlock()
-	e.procs.enter()
-	return c, nil
-}
-
-// release returns a connection to the pool.
-func (e *Engine) release(c *conn) {
-	e.dropState(c.id)
-	if err := c.end(); err != nil {
-		// The connection's state is unknown: it is not reused.
-		e.log.Warn("ending a query's transaction failed; the connection is closed", "err", err)
-		e.mu.Lock()
-		delete(e.mu.active, c)
-		e.mu.open--
-		e.mu.Unlock()
-		e.pooled.Delete(c.id)
-		duck.Disconnect(&c.c)
-		e.procs.exit()
-		<-e.sem
-		return
-	}
-	e.mu.Lock()
-	delete(e.mu.active, c)
-	e.mu.idle = append(e.mu.idle, c)
-	e.mu.Unlock()
-	e.procs.exit()
-	<-e.sem
-}
-
 // Query plans and starts a query. database is the database unqualified
 // table names resolve in ("" = none). The reader streams batches as DuckDB
 // produces them; releasing it, or cancelling ctx, interrupts the query and
-// returns its connection to the pool. Only a single SELECT (or EXPLAIN)
-// statement is accepted.
+// returns its connection to the pool. Only a single query (SELECT …,
+// EXPLAIN of one: see admit.go) is accepted. It is cancelled after
+// Config.Timeout.
 func (e *Engine) Query(ctx context.Context, sql string, database string) (array.RecordReader, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if database != "" {
-		if _, ok := e.wb.Catalog().Database(database); !ok {
-			return nil, newError(ErrNotFound, "database %q not found", database)
-		}
+	if err := e.checkDatabase(database); err != nil {
+		return nil, err
 	}
-	c, err := e.acquire(ctx)
+	a, err := e.admit(ctx, sql, database)
 	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := e.withTimeout(ctx)
+	c, err := e.acquire(ctx, a.systemOnly())
+	if err != nil {
+		err = causeOf(ctx, err)
+		cancel()
 		return nil, err
 	}
 	e.queries.Add(1)
-	r, err := e.start(ctx, c, sql, database)
+	r, err := e.start(ctx, c, a, database)
 	if err != nil {
 		e.release(c)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		err = causeOf(ctx, err)
+		cancel()
 		return nil, err
 	}
-	return r, nil
+	return timed(ctx, r, cancel), nil
 }
 
-func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (array.RecordReader, error) {
-	stmt, _, err := e.prepareOn(c, sql, database)
+func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (array.RecordReader, error) {
+	stmt, err := e.prepareOn(c, a, database)
 	if err != nil {
 		return nil, err
 	}
@@ -397,16 +349,15 @@ func (e *Engine) start(ctx context.Context, c *conn, sql, database string) (arra
 	return e.execute(ctx, c, stmt)
 }
 
-// prepareOn prepares sql on c with database current: the views are synced
-// first, the statement admitted (admit.go), a read-only transaction begun
+// prepareOn prepares the admitted statement a on c with database
+// current: the views are synced first, a read-only transaction begun
 // (ended when the connection goes back to the pool) and the statement's
 // time bounds and databases published for its scans. The caller destroys
 // the statement.
-func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatement, *admitted, error) {
+func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.PreparedStatement, error) {
 	var stmt duck.PreparedStatement
-	sql = qualifySystem(sql)
 	if err := e.views.sync(); err != nil {
-		return stmt, nil, err
+		return stmt, err
 	}
 	if c.schema != database {
 		var set string
@@ -417,34 +368,30 @@ func (e *Engine) prepareOn(c *conn, sql, database string) (duck.PreparedStatemen
 			set = "SET search_path = " + quoteLiteral("apron."+quoteIdent(database)+",apron.main")
 		}
 		if err := exec(c.c, set); err != nil {
-			return stmt, nil, fmt.Errorf("query: setting database %q: %w", database, err)
+			return stmt, fmt.Errorf("query: setting database %q: %w", database, err)
 		}
 		c.schema = database
-	}
-	a, err := e.admit(c, sql, database)
-	if err != nil {
-		return stmt, nil, err
 	}
 	// Whatever the statement does, it cannot write to the catalog that
 	// holds Apron's views and macros: DuckDB refuses writes in a
 	// read-only transaction.
 	if err := c.begin(); err != nil {
-		return stmt, nil, err
+		return stmt, err
 	}
 	e.prepareState(c, a)
 	c.sql = a.sql
 	if duck.Prepare(c.c, a.sql, &stmt) == duck.StateError {
 		err := classify(duck.PrepareError(stmt))
 		duck.DestroyPrepare(&stmt)
-		return stmt, nil, err
+		return stmt, err
 	}
 	switch t := duck.PreparedStatementType(stmt); {
 	case t == duck.StatementTypeSelect && !a.explain, t == duck.StatementTypeExplain && a.explain:
 	default:
 		duck.DestroyPrepare(&stmt)
-		return stmt, nil, newError(ErrUnsupportedStatement, "the statement prepared as DuckDB statement type %d, not the query it was admitted as", t)
+		return stmt, newError(ErrUnsupportedStatement, "the statement prepared as DuckDB statement type %d, not the query it was admitted as", t)
 	}
-	return stmt, a, nil
+	return stmt, nil
 }
 
 // begin starts the connection's read-only transaction, if it has none.

@@ -64,12 +64,16 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		st.Kind, st.insert = KindInsert, ins
 		source = ins.source
 	}
-	c, err := e.acquire(ctx)
+	a, err := e.admit(ctx, source, database)
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.acquire(ctx, a.systemOnly())
 	if err != nil {
 		return nil, err
 	}
 	defer e.release(c)
-	stmt, a, err := e.prepareOn(c, source, database)
+	stmt, err := e.prepareOn(c, a, database)
 	if err != nil {
 		return nil, err
 	}
@@ -161,12 +165,20 @@ func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Sc
 
 // Run runs a KindQuery statement. params, if not nil, binds the
 // statement's parameters by position: each row of params is one execution,
-// and the results of all rows are streamed one after the other.
+// and the results of all rows are streamed one after the other. It is
+// cancelled after Config.Timeout.
 func (e *Engine) Run(ctx context.Context, st *Statement, params arrow.RecordBatch) (array.RecordReader, error) {
 	if st.Kind != KindQuery {
 		return nil, newError(ErrUnsupportedStatement, "an INSERT returns no rows: execute it as an update")
 	}
-	return e.run(ctx, st.SQL, st.Database, st.Params.NumFields(), params)
+	ctx, cancel := e.withTimeout(ctx)
+	r, err := e.run(ctx, st.SQL, st.Database, st.Params.NumFields(), params)
+	if err != nil {
+		err = causeOf(ctx, err)
+		cancel()
+		return nil, err
+	}
+	return timed(ctx, r, cancel), nil
 }
 
 // run starts sql once per row of params (once if it has no parameters).
@@ -174,31 +186,36 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	if nparams > 0 && (params == nil || params.NumRows() == 0) {
 		return nil, newError(ErrSyntax, "the statement has %d parameters and none are bound", nparams)
 	}
-	if nparams == 0 || params.NumRows() == 1 {
-		return e.runRow(ctx, sql, database, params, 0)
+	if err := e.checkDatabase(database); err != nil {
+		return nil, err
 	}
-	first, err := e.runRow(ctx, sql, database, params, 0)
+	a, err := e.admit(ctx, sql, database)
+	if err != nil {
+		return nil, err
+	}
+	if nparams == 0 || params.NumRows() == 1 {
+		return e.runRow(ctx, a, database, params, 0)
+	}
+	first, err := e.runRow(ctx, a, database, params, 0)
 	if err != nil {
 		return nil, err
 	}
 	params.Retain()
-	return &rowsReader{e: e, ctx: ctx, sql: sql, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, nil
+	return &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, nil
 }
 
-// runRow starts sql with its parameters bound to row of params (if any).
-func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.RecordBatch, row int) (array.RecordReader, error) {
+// runRow starts the admitted statement a with its parameters bound to row
+// of params (if any).
+func (e *Engine) runRow(ctx context.Context, a *admitted, database string, params arrow.RecordBatch, row int) (array.RecordReader, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := e.checkDatabase(database); err != nil {
-		return nil, err
-	}
-	c, err := e.acquire(ctx)
+	c, err := e.acquire(ctx, a.systemOnly())
 	if err != nil {
 		return nil, err
 	}
 	e.queries.Add(1)
-	stmt, _, err := e.prepareOn(c, sql, database)
+	stmt, err := e.prepareOn(c, a, database)
 	if err != nil {
 		e.release(c)
 		return nil, err
@@ -229,7 +246,7 @@ func (e *Engine) runRow(ctx context.Context, sql, database string, params arrow.
 type rowsReader struct {
 	e        *Engine
 	ctx      context.Context
-	sql      string
+	a        *admitted
 	database string
 	params   arrow.RecordBatch
 	schema   *arrow.Schema
@@ -266,7 +283,7 @@ func (r *rowsReader) Next() bool {
 		}
 		r.cur.Release()
 		r.row++
-		next, err := r.e.runRow(r.ctx, r.sql, r.database, r.params, r.row)
+		next, err := r.e.runRow(r.ctx, r.a, r.database, r.params, r.row)
 		if err != nil {
 			r.cur, r.err = nil, err
 			return false

@@ -38,13 +38,16 @@ type serveFlags struct {
 	queryCfg            query.Config
 	store               storeFlags
 	cacheSize           byteSize
+	maxValueSize        byteSize
+	sqlCfg              flightsvc.Config
 	gogc                int
 	gogcGiven           bool // by flag or APRON_GOGC
 }
 
 func parseServeFlags(args []string) (*serveFlags, error) {
-	f := &serveFlags{cfg: buffer.DefaultConfig(), queryCfg: query.DefaultConfig()}
+	f := &serveFlags{cfg: buffer.DefaultConfig(), queryCfg: query.DefaultConfig(), sqlCfg: flightsvc.Config{QueryIdleTimeout: flightsvc.DefaultQueryIdleTimeout}}
 	f.memLimit = byteSize(f.cfg.MemLimit)
+	f.maxValueSize = byteSize(f.cfg.MaxValueSize)
 	f.queryMemLimit = byteSize(f.queryCfg.MemoryLimit)
 	fs := flag.NewFlagSet("apron serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8082", "address the Flight / Flight SQL gRPC service listens on")
@@ -59,6 +62,10 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.Var(&f.queryMemLimit, "query-memory-limit", "DuckDB's memory limit for queries, e.g. 4GiB; 0 leaves DuckDB's default (80% of RAM)")
 	fs.IntVar(&f.queryCfg.Threads, "query-threads", f.queryCfg.Threads, "DuckDB worker threads; 0 = one per core")
 	fs.IntVar(&f.queryCfg.MaxConcurrent, "max-concurrent-queries", f.queryCfg.MaxConcurrent, "most SQL statements running at once; more wait up to 5s, then get RESOURCE_EXHAUSTED")
+	fs.DurationVar(&f.queryCfg.Timeout, "query-timeout", f.queryCfg.Timeout, "a query running longer is cancelled (DEADLINE_EXCEEDED); 0 = no limit")
+	fs.DurationVar(&f.sqlCfg.QueryIdleTimeout, "query-idle-timeout", f.sqlCfg.QueryIdleTimeout, "a query whose client takes no result batch for this long is cancelled and frees its slot; 0 = never")
+	fs.StringVar(&f.queryCfg.TempDir, "query-temp-dir", "", "directory where DuckDB may spill queries larger than --query-memory-limit (it may write files there, and nowhere else); empty: no spilling, such a query fails")
+	fs.Var(&f.maxValueSize, "max-value-size", "largest string or binary value a write may carry, e.g. 8MiB (clients read values back in gRPC messages of 4-16 MiB); 0 = no limit")
 	f.store.register(fs)
 	fs.StringVar(&f.queryCfg.CacheDir, "cache-dir", "", "local copies of persisted Parquet files fetched from the object store; default <data-dir>/cache")
 	f.cacheSize = byteSize(f.queryCfg.CacheSize)
@@ -81,6 +88,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.Visit(func(fl *flag.Flag) { f.gogcGiven = f.gogcGiven || fl.Name == "gogc" })
 	f.gogcGiven = f.gogcGiven || os.Getenv("APRON_GOGC") != ""
 	f.cfg.MemLimit = int64(f.memLimit)
+	f.cfg.MaxValueSize = int64(f.maxValueSize)
 	f.queryCfg.CacheSize = int64(f.cacheSize)
 	if f.queryCfg.CacheDir == "" {
 		f.queryCfg.CacheDir = filepath.Join(f.cfg.DataDir, "cache")
@@ -171,7 +179,8 @@ func serve(args []string) error {
 		}
 		return errors.Join(err, wb.Close())
 	}
-	sql, err := flightsvc.NewSQLServer(wb, eng, log)
+	f.sqlCfg.Logger = log
+	sql, err := flightsvc.NewSQLServer(wb, eng, f.sqlCfg)
 	if err != nil {
 		closeAll()
 		return err
@@ -216,6 +225,7 @@ func serve(args []string) error {
 	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
 		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
+		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "max_value_size", f.cfg.MaxValueSize,
 		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir, "gogc", gogc, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
 		"startup", time.Since(start).Round(time.Millisecond))
 

@@ -1,0 +1,39 @@
+package flightsvc
+
+import (
+	"context"
+	"net"
+
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	"google.golang.org/grpc/peer"
+)
+
+// clientKey names the client a request comes from, for limits that one
+// client must not exhaust for the others (open prepared statements,
+// sessions): its session, when it sends a session cookie; else its
+// connection (the peer's address and port: ADBC, the JDBC driver and
+// arrow-go's client hold one gRPC connection per connection object).
+func clientKey(ctx context.Context) string {
+	if c, err := session.GetIncomingCookieByName(ctx, session.StatefulSessionCookieName); err == nil && c.Value != "" {
+		return "session:" + c.Value
+	}
+	return "peer:" + peerAddr(ctx)
+}
+
+// peerAddr is the address and port of the peer, "" if unknown.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// peerHost is the peer's address without the port: all connections from
+// one host.
+func peerHost(ctx context.Context) string {
+	a := peerAddr(ctx)
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
+}

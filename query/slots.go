@@ -1,0 +1,232 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duck "github.com/duckdb/duckdb-go-bindings"
+)
+
+// systemSlots are the connections kept for statements that read only the
+// system tables (system.queries, …): with every one of MaxConcurrent held
+// by clients' queries, an operator can still see what runs.
+const systemSlots = 2
+
+// maxIdleParsers bounds the parser connections kept for reuse.
+const maxIdleParsers = 8
+
+// systemOnly says whether a statement reads nothing but system tables.
+func (a *admitted) systemOnly() bool {
+	for _, d := range a.databases {
+		if d != SystemSchema {
+			return false
+		}
+	}
+	return len(a.databases) > 0
+}
+
+// admit admits sql (admit.go) on a parser connection, before the
+// statement takes a slot.
+func (e *Engine) admit(ctx context.Context, sql, database string) (*admitted, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pc, err := e.parser()
+	if err != nil {
+		return nil, err
+	}
+	defer e.putParser(pc)
+	return e.admitOn(&conn{c: pc}, qualifySystem(sql), database)
+}
+
+func (e *Engine) parser() (duck.Connection, error) {
+	e.parsers.Lock()
+	if n := len(e.parsers.idle); n > 0 {
+		c := e.parsers.idle[n-1]
+		e.parsers.idle = e.parsers.idle[:n-1]
+		e.parsers.Unlock()
+		return c, nil
+	}
+	e.parsers.Unlock()
+	e.mu.Lock()
+	closed := e.mu.closed
+	e.mu.Unlock()
+	if closed {
+		return duck.Connection{}, ErrClosed
+	}
+	var c duck.Connection
+	if duck.Connect(e.db, &c) == duck.StateError {
+		return c, errors.New("query: connecting to DuckDB failed")
+	}
+	return c, nil
+}
+
+func (e *Engine) putParser(c duck.Connection) {
+	e.parsers.Lock()
+	defer e.parsers.Unlock()
+	if len(e.parsers.idle) >= maxIdleParsers {
+		duck.Disconnect(&c)
+		return
+	}
+	e.parsers.idle = append(e.parsers.idle, c)
+}
+
+func (e *Engine) closeParsers() {
+	e.parsers.Lock()
+	defer e.parsers.Unlock()
+	for i := range e.parsers.idle {
+		duck.Disconnect(&e.parsers.idle[i])
+	}
+	e.parsers.idle = nil
+}
+
+// acquire takes a connection, waiting up to QueueTimeout for a slot: one
+// of MaxConcurrent, or of the system slots when system is set.
+func (e *Engine) acquire(ctx context.Context, system bool) (*conn, error) {
+	sem := e.sem
+	if system {
+		sem = e.sysSem
+	}
+	select {
+	case sem <- struct{}{}:
+	default:
+		t := time.NewTimer(e.cfg.QueueTimeout)
+		defer t.Stop()
+		select {
+		case sem <- struct{}{}:
+		case <-t.C:
+			if system {
+				return nil, fmt.Errorf("%w: %d queries of the system tables are running and none finished within %s",
+					ErrTooManyQueries, cap(sem), e.cfg.QueueTimeout)
+			}
+			return nil, fmt.Errorf("%w: %d queries are running (--max-concurrent-queries) and none finished within %s",
+				ErrTooManyQueries, cap(sem), e.cfg.QueueTimeout)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	if e.mu.closed {
+		e.mu.Unlock()
+		<-sem
+		return nil, ErrClosed
+	}
+	var c *conn
+	if n := len(e.mu.idle); n > 0 {
+		c = e.mu.idle[n-1]
+		e.mu.idle = e.mu.idle[:n-1]
+	}
+	if c == nil {
+		c = &conn{}
+		if duck.Connect(e.db, &c.c) == duck.StateError {
+			e.mu.Unlock()
+			<-sem
+			return nil, errors.New("query: connecting to DuckDB failed")
+		}
+		if err := exec(c.c, "USE "+Catalog); err != nil {
+			duck.Disconnect(&c.c)
+			e.mu.Unlock()
+			<-sem
+			return nil, fmt.Errorf("query: new connection: %w", err)
+		}
+		var cc duck.ClientContext
+		duck.ConnectionGetClientContext(c.c, &cc)
+		c.id = uint64(duck.ClientContextGetConnectionId(cc))
+		duck.DestroyClientContext(&cc)
+		e.pooled.Store(c.id, struct{}{})
+		e.mu.open++
+	}
+	c.sem = sem
+	e.mu.active[c] = struct{}{}
+	e.mu.Unlock()
+	e.procs.enter()
+	return c, nil
+}
+
+// release returns a connection to the pool.
+func (e *Engine) release(c *conn) {
+	e.dropState(c.id)
+	sem := c.sem
+	if err := c.end(); err != nil {
+		// The connection's state is unknown: it is not reused.
+		e.log.Warn("ending a query's transaction failed; the connection is closed", "err", err)
+		e.mu.Lock()
+		delete(e.mu.active, c)
+		e.mu.open--
+		e.mu.Unlock()
+		e.pooled.Delete(c.id)
+		duck.Disconnect(&c.c)
+		e.procs.exit()
+		<-sem
+		return
+	}
+	e.mu.Lock()
+	delete(e.mu.active, c)
+	e.mu.idle = append(e.mu.idle, c)
+	e.mu.Unlock()
+	e.procs.exit()
+	<-sem
+}
+
+// errQueryTimeout is the cause of a query stopped by Config.Timeout.
+var errQueryTimeout = fmt.Errorf("%w: the query ran longer than the query timeout (--query-timeout) and was cancelled", context.DeadlineExceeded)
+
+// withTimeout bounds ctx by Config.Timeout; the caller calls cancel once
+// the query is over.
+func (e *Engine) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.cfg.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, e.cfg.Timeout, fmt.Errorf("%w (%s)", errQueryTimeout, e.cfg.Timeout))
+}
+
+// causeOf is err, or why ctx ended when it did.
+func causeOf(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// timedReader is a query's reader that ends its timeout when released,
+// and says why it stopped when its context ended.
+type timedReader struct {
+	array.RecordReader
+	ctx    context.Context
+	cancel context.CancelFunc
+	refs   atomic.Int64
+}
+
+func timed(ctx context.Context, r array.RecordReader, cancel context.CancelFunc) array.RecordReader {
+	t := &timedReader{RecordReader: r, ctx: ctx, cancel: cancel}
+	t.refs.Store(1)
+	return t
+}
+
+func (t *timedReader) Retain() {
+	t.refs.Add(1)
+	t.RecordReader.Retain()
+}
+
+func (t *timedReader) Release() {
+	t.RecordReader.Release()
+	if t.refs.Add(-1) == 0 {
+		t.cancel()
+	}
+}
+
+func (t *timedReader) Err() error {
+	if err := t.RecordReader.Err(); err != nil {
+		return causeOf(t.ctx, err)
+	}
+	return nil
+}
+
+func (t *timedReader) Record() arrow.RecordBatch { return t.RecordReader.RecordBatch() }
