@@ -3,6 +3,8 @@ package buffer
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -27,6 +29,18 @@ func testConfig(t *testing.T, mem memory.Allocator) Config {
 	cfg.Allocator = mem
 	cfg.ChunkRows = 100
 	return cfg
+}
+
+// walBytes is the size of the WAL files under dataDir.
+func walBytes(dataDir string) int64 {
+	var s int64
+	entries, _ := os.ReadDir(filepath.Join(dataDir, "wal"))
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			s += fi.Size()
+		}
+	}
+	return s
 }
 
 func openBuffer(t *testing.T, cfg Config) *WriteBuffer {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,15 +26,7 @@ func TestWriteRefusesWhatSQLCannotRead(t *testing.T) {
 	b := openBuffer(t, cfg)
 	defer b.Close()
 	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 10, 1))
-	walSize := func() int64 {
-		var s int64
-		entries, _ := os.ReadDir(filepath.Join(cfg.DataDir, "wal"))
-		for _, e := range entries {
-			fi, _ := e.Info()
-			s += fi.Size()
-		}
-		return s
-	}
+	walSize := func() int64 { return walBytes(cfg.DataDir) }
 	version, size := b.Catalog().Version(), walSize()
 	tsNs := &arrow.TimestampType{Unit: arrow.Nanosecond}
 	big := strings.Repeat("x", 1001)

@@ -3,8 +3,6 @@ package buffer
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,15 +128,7 @@ func TestRejectedBatchChangesNothing(t *testing.T) {
 	b := openBuffer(t, cfg)
 	defer b.Close()
 	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 10, 1))
-	walSize := func() int64 {
-		var s int64
-		entries, _ := os.ReadDir(filepath.Join(cfg.DataDir, "wal"))
-		for _, e := range entries {
-			fi, _ := e.Info()
-			s += fi.Size()
-		}
-		return s
-	}
+	walSize := func() int64 { return walBytes(cfg.DataDir) }
 	version, size := b.Catalog().Version(), walSize()
 
 	nullTime := arrow.NewSchema([]arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
