@@ -316,7 +316,7 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := e.withTimeout(ctx)
+	ctx, cancel := e.withTimeout(ctx, a)
 	c, err := e.acquire(ctx, a.systemOnly())
 	if err != nil {
 		err = causeOf(ctx, err)

@@ -219,11 +219,9 @@ func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBat
 		return 0, newError(ErrUnsupportedStatement, "only INSERT INTO … VALUES / SELECT is executed as an update; run queries as queries")
 	}
 	p := st.insert
-	ctx, cancel := e.withTimeout(ctx)
-	defer cancel()
 	rdr, err := e.run(ctx, p.castSQL, st.Database, st.Params.NumFields(), params)
 	if err != nil {
-		return 0, causeOf(ctx, err)
+		return 0, err
 	}
 	defer rdr.Release()
 	opts := catalog.WriteOptions{IfNotExists: catalog.FailIfNotExists, IfExists: catalog.AppendIfExists}
@@ -236,7 +234,7 @@ func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBat
 		written += res.Rows
 	}
 	if err := rdr.Err(); err != nil {
-		return written, fmt.Errorf("INSERT into %q.%q: %d rows written before this error: %w", p.db, p.table, written, causeOf(ctx, err))
+		return written, fmt.Errorf("INSERT into %q.%q: %d rows written before this error: %w", p.db, p.table, written, err)
 	}
 	return written, nil
 }

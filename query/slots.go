@@ -176,15 +176,25 @@ func (e *Engine) release(c *conn) {
 }
 
 // errQueryTimeout is the cause of a query stopped by Config.Timeout.
-var errQueryTimeout = fmt.Errorf("%w: the query ran longer than the query timeout (--query-timeout) and was cancelled", context.DeadlineExceeded)
+var errQueryTimeout = fmt.Errorf("%w: the query ran longer than the query timeout (--query-timeout; 30s at most for one that reads only system tables) and was cancelled", context.DeadlineExceeded)
 
-// withTimeout bounds ctx by Config.Timeout; the caller calls cancel once
-// the query is over.
-func (e *Engine) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if e.cfg.Timeout <= 0 {
+// systemTimeout bounds a statement that runs in a system slot: a client
+// sending heavy queries of the system tables holds those slots for that
+// long at most.
+const systemTimeout = 30 * time.Second
+
+// withTimeout bounds ctx by Config.Timeout (and systemTimeout for a
+// statement of the system slots); the caller calls cancel once the query
+// is over.
+func (e *Engine) withTimeout(ctx context.Context, a *admitted) (context.Context, context.CancelFunc) {
+	d := e.cfg.Timeout
+	if a.systemOnly() && (d <= 0 || d > systemTimeout) {
+		d = systemTimeout
+	}
+	if d <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeoutCause(ctx, e.cfg.Timeout, fmt.Errorf("%w (%s)", errQueryTimeout, e.cfg.Timeout))
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w (%s)", errQueryTimeout, d))
 }
 
 // causeOf is err, or why ctx ended when it did.

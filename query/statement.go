@@ -171,17 +171,11 @@ func (e *Engine) Run(ctx context.Context, st *Statement, params arrow.RecordBatc
 	if st.Kind != KindQuery {
 		return nil, newError(ErrUnsupportedStatement, "an INSERT returns no rows: execute it as an update")
 	}
-	ctx, cancel := e.withTimeout(ctx)
-	r, err := e.run(ctx, st.SQL, st.Database, st.Params.NumFields(), params)
-	if err != nil {
-		err = causeOf(ctx, err)
-		cancel()
-		return nil, err
-	}
-	return timed(ctx, r, cancel), nil
+	return e.run(ctx, st.SQL, st.Database, st.Params.NumFields(), params)
 }
 
-// run starts sql once per row of params (once if it has no parameters).
+// run starts sql once per row of params (once if it has no parameters),
+// all rows within Config.Timeout.
 func (e *Engine) run(ctx context.Context, sql, database string, nparams int, params arrow.RecordBatch) (array.RecordReader, error) {
 	if nparams > 0 && (params == nil || params.NumRows() == 0) {
 		return nil, newError(ErrSyntax, "the statement has %d parameters and none are bound", nparams)
@@ -193,15 +187,18 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	if err != nil {
 		return nil, err
 	}
-	if nparams == 0 || params.NumRows() == 1 {
-		return e.runRow(ctx, a, database, params, 0)
-	}
+	ctx, cancel := e.withTimeout(ctx, a)
 	first, err := e.runRow(ctx, a, database, params, 0)
 	if err != nil {
+		err = causeOf(ctx, err)
+		cancel()
 		return nil, err
 	}
+	if nparams == 0 || params.NumRows() == 1 {
+		return timed(ctx, first, cancel), nil
+	}
 	params.Retain()
-	return &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, nil
+	return timed(ctx, &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, cancel), nil
 }
 
 // runRow starts the admitted statement a with its parameters bound to row
