@@ -3,7 +3,6 @@
 package query
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -454,7 +453,3 @@ func exprCost(class string) int64 {
 	}
 	return bindNodeCost
 }
-
-
-// String of an admitted statement's databases, for messages.
-func (a *admitted) String() string { return fmt.Sprintf("%s (reads %v)", a.sql, a.databases) }

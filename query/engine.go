@@ -158,9 +158,9 @@ type Engine struct {
 type conn struct {
 	c      duck.Connection
 	id     uint64
-	schema string // the database unqualified names resolve in now
-	sql    string // the statement prepared last, for system.queries
-	inTx   bool   // in the read-only transaction of the query it runs
+	schema string        // the database unqualified names resolve in now
+	sql    string        // the statement prepared last, for system.queries
+	inTx   bool          // in the read-only transaction of the query it runs
 	sem    chan struct{} // the slots it holds one of while active
 }
 
@@ -182,7 +182,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
-		procs: &procBoost{extra: cfg.ExtraProcs},
+		procs:   &procBoost{extra: cfg.ExtraProcs},
 		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
