@@ -52,17 +52,40 @@
 //
 // # Persisted files
 //
-// A thread that takes a file gets it from the file cache (below), opens it
-// with arrow-go's parquet reader, skips the row groups whose time
-// statistics cannot match the query's bounds, and decodes only the
-// projected columns (pqarrow record reader), 8192 rows at a time, into
-// record batches of the table's declared types, which then go through the
-// same path as buffered chunks. Strings are read as dictionaries (the
-// files store them dictionary-encoded: the indices are taken over), which
-// is how the scan declares them; a column a file predates reads as NULL;
-// other type differences Parquet introduces (a timestamp's zone) are
-// re-typed or cast. A query that needs no column (count(*)) reads only the
-// row counts of the footer.
+// DuckDB never opens a file (see Sandbox): apron_scan reads persisted
+// files in Go. A thread that takes a file gets it from the file cache
+// (below), reads its footer and skips the row groups whose time
+// statistics cannot match the query's bounds (persisted.go). Then, if
+// every projected column of every row group left is of a type and an
+// encoding Apron's writer produces (pqplan.go: PLAIN, PLAIN_DICTIONARY and
+// RLE_DICTIONARY values, RLE levels, no repetition; decided from the
+// metadata before anything is read, never half-way), the file is decoded
+// natively, one row group at a time: the thread queues the file's other
+// row groups for the scan's other threads (pqscan.go), and pages are
+// decoded straight into DuckDB's vectors (pqcolumn.go): fixed-width
+// values copied (narrowed, or scaled to another timestamp unit, where the
+// declared type wants it), dictionaries of fixed-width values gathered,
+// definition levels made the validity mask, RLE / bit-packed indices
+// decoded by pqrle.go. Strings (pqstrings.go) become a DuckDB dictionary
+// vector over the row group's dictionary, made once (and kept per thread
+// for the next row groups and files, which repeat it), with the indices
+// decoded into its selection; where the file's first sort column is a
+// string (Apron sorts files by their string columns first), output is cut
+// where its value changes, in runs of at least 256 rows each handed to
+// DuckDB as one constant value: a GROUP BY on that column then hashes one
+// value per run, not one per row (DuckDB skips hashing only for
+// dictionaries of its own storage, which a table function cannot make).
+// A page whose encoding contradicts the metadata, or that does not decode
+// (an index outside the dictionary, values short), fails the query as a
+// corrupt file.
+//
+// Any other file goes through arrow-go's pqarrow record reader, decoding
+// only the projected columns, 8192 rows at a time, into record batches of
+// the table's declared types that then go through the same path as
+// buffered chunks (strings read as dictionaries; a timestamp's zone or
+// unit re-typed or converted). Either way a column a file predates reads
+// as NULL, and a query that needs no column reads only the row counts of
+// the footer.
 //
 // # Direct scans
 //

@@ -18,28 +18,24 @@ import (
 	"github.com/apron-db/apron/buffer"
 )
 
-// parquetBatchRows is how many rows a persisted file is decoded at a time;
-// the scan then hands DuckDB vectorSize rows of a batch per call.
+// parquetBatchRows is how many rows pqarrow decodes of a persisted file at
+// a time (fileReader); the scan then hands DuckDB vectorSize rows of a
+// batch per call.
 const parquetBatchRows = 8 << 10
 
-// fileReader is one scan thread's open persisted file: the row groups of
-// it that may hold rows within the scan's time bounds, decoded a batch at
-// a time into records of the table's declared types, ready to be read
-// like buffered chunks.
-type fileReader struct {
-	g       *scanGlobal
-	f       buffer.PersistedFile
-	unpin   func()
-	pf      *file.Reader
-	rr      pqarrow.RecordReader
-	fields  []arrow.Field // of the records handed out: declared names and types
-	counts  []int64       // with no column wanted: rows of the row groups left
-	scratch context.Context
+// parquetFile is a persisted file opened for a scan: its footer read, the
+// row groups that may hold rows within the scan's time bounds found. The
+// native decoder (pq*.go) or a fileReader reads it.
+type parquetFile struct {
+	f      buffer.PersistedFile
+	unpin  func()
+	pf     *file.Reader
+	groups []int
 }
 
-// openFile opens f for the scan, or returns nil when none of its row
+// openParquet opens f for the scan, or returns nil when none of its row
 // groups can match.
-func (g *scanGlobal) openFile(f buffer.PersistedFile) (_ *fileReader, err error) {
+func (g *scanGlobal) openParquet(f buffer.PersistedFile) (_ *parquetFile, err error) {
 	e := g.bind.e
 	if e.cache == nil {
 		return nil, fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
@@ -48,22 +44,21 @@ func (g *scanGlobal) openFile(f buffer.PersistedFile) (_ *fileReader, err error)
 	if err != nil {
 		return nil, err
 	}
-	r := &fileReader{g: g, f: f, unpin: unpin, scratch: compute.WithAllocator(g.ctx, e.wb.Allocator())}
+	p := &parquetFile{f: f, unpin: unpin}
 	defer func() {
 		if err != nil {
-			r.close()
+			p.close()
 		}
 	}()
 	mem := e.wb.Allocator()
-	if r.pf, err = file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem))); err != nil {
+	if p.pf, err = file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem))); err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.Path, err)
 	}
-	md := r.pf.MetaData()
+	md := p.pf.MetaData()
 
 	// Row groups whose time statistics cannot match are skipped.
 	b := g.bind.bounds
 	timeCol := md.Schema.ColumnIndexByName(buffer.TimeColumn)
-	var groups []int
 	for i := range md.NumRowGroups() {
 		rg := md.RowGroup(i)
 		if rg.NumRows() == 0 {
@@ -75,13 +70,62 @@ func (g *scanGlobal) openFile(f buffer.PersistedFile) (_ *fileReader, err error)
 				continue
 			}
 		}
-		groups = append(groups, i)
+		p.groups = append(p.groups, i)
 	}
-	e.rowGroupsScanned.Add(int64(len(groups)))
-	if len(groups) == 0 {
-		r.close()
+	e.rowGroupsScanned.Add(int64(len(p.groups)))
+	if len(p.groups) == 0 {
+		p.close()
 		return nil, nil
 	}
+	return p, nil
+}
+
+func (p *parquetFile) close() {
+	if p.pf != nil {
+		p.pf.Close()
+		p.pf = nil
+	}
+	if p.unpin != nil {
+		p.unpin()
+		p.unpin = nil
+	}
+}
+
+// fileReader is one scan thread's open persisted file read through
+// pqarrow: its row groups decoded a batch at a time into records of the
+// table's declared types, ready to be read like buffered chunks. It reads
+// what the native decoder does not (see pqPlan), and direct scans.
+type fileReader struct {
+	g       *scanGlobal
+	p       *parquetFile
+	rr      pqarrow.RecordReader
+	fields  []arrow.Field // of the records handed out: declared names and types
+	counts  []int64       // with no column wanted: rows of the row groups left
+	scratch context.Context
+}
+
+// openFile opens f for the scan, or returns nil when none of its row
+// groups can match.
+func (g *scanGlobal) openFile(f buffer.PersistedFile) (*fileReader, error) {
+	p, err := g.openParquet(f)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return g.newFileReader(p)
+}
+
+// newFileReader reads p through pqarrow; it owns p from then on, also on
+// error.
+func (g *scanGlobal) newFileReader(p *parquetFile) (_ *fileReader, err error) {
+	e := g.bind.e
+	r := &fileReader{g: g, p: p, scratch: compute.WithAllocator(g.ctx, e.wb.Allocator())}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	mem := e.wb.Allocator()
+	md := p.pf.MetaData()
 
 	// The wanted columns the file has, in the order of the table; strings
 	// read as dictionaries, as the buffer has them (Parquet stores them
@@ -108,17 +152,17 @@ func (g *scanGlobal) openFile(f buffer.PersistedFile) (_ *fileReader, err error)
 		r.fields = append(r.fields, arrow.Field{Name: want.Name, Type: want.Type, Nullable: true})
 	}
 	if len(cols) == 0 {
-		for _, i := range groups {
+		for _, i := range p.groups {
 			r.counts = append(r.counts, md.RowGroup(i).NumRows())
 		}
 		return r, nil
 	}
-	fr, err := pqarrow.NewFileReader(r.pf, props, mem)
+	fr, err := pqarrow.NewFileReader(p.pf, props, mem)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Path, err)
+		return nil, fmt.Errorf("reading %s: %w", p.f.Path, err)
 	}
-	if r.rr, err = fr.GetRecordReader(g.ctx, cols, groups); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Path, err)
+	if r.rr, err = fr.GetRecordReader(g.ctx, cols, p.groups); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p.f.Path, err)
 	}
 	return r, nil
 }
@@ -164,7 +208,7 @@ func (r *fileReader) next() (buffer.Chunk, bool, error) {
 				for _, c := range cols[:i] {
 					c.Release()
 				}
-				return buffer.Chunk{}, false, fmt.Errorf("reading %s: column %q: %w", r.f.Path, f.Name, err)
+				return buffer.Chunk{}, false, fmt.Errorf("reading %s: column %q: %w", r.p.f.Path, f.Name, err)
 			}
 			cols[i] = c
 		}
@@ -175,7 +219,7 @@ func (r *fileReader) next() (buffer.Chunk, bool, error) {
 		return buffer.Chunk{Rec: out}, true, nil
 	}
 	if err := r.rr.Err(); err != nil {
-		return buffer.Chunk{}, false, fmt.Errorf("reading %s: %w", r.f.Path, err)
+		return buffer.Chunk{}, false, fmt.Errorf("reading %s: %w", r.p.f.Path, err)
 	}
 	return buffer.Chunk{}, false, nil
 }
@@ -185,13 +229,9 @@ func (r *fileReader) close() {
 		r.rr.Release()
 		r.rr = nil
 	}
-	if r.pf != nil {
-		r.pf.Close()
-		r.pf = nil
-	}
-	if r.unpin != nil {
-		r.unpin()
-		r.unpin = nil
+	if r.p != nil {
+		r.p.close()
+		r.p = nil
 	}
 }
 
@@ -204,7 +244,7 @@ func convertArray(ctx context.Context, a arrow.Array, want arrow.DataType, mem m
 		a.Retain()
 		return a, nil
 	}
-	if hw, ok := have.(arrow.FixedWidthDataType); ok && have.ID() == want.ID() {
+	if hw, ok := have.(arrow.FixedWidthDataType); ok && have.ID() == want.ID() && sameUnit(have, want) {
 		if ww, ok := want.(arrow.FixedWidthDataType); ok && hw.BitWidth() == ww.BitWidth() {
 			d := a.Data()
 			nd := array.NewData(want, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
@@ -234,4 +274,16 @@ func convertArray(ctx context.Context, a arrow.Array, want arrow.DataType, mem m
 		return nil, fmt.Errorf("%s as %s: %w", have, want, err)
 	}
 	return out, nil
+}
+
+// sameUnit says whether two types of one ID count in the same unit: a
+// timestamp[s] column comes back from Parquet as timestamp[ms] (Parquet
+// has no seconds), whose values must be converted, not re-typed.
+func sameUnit(a, b arrow.DataType) bool {
+	at, ok := a.(*arrow.TimestampType)
+	if !ok {
+		return true
+	}
+	bt, ok := b.(*arrow.TimestampType)
+	return ok && at.Unit == bt.Unit
 }

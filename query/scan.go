@@ -222,13 +222,15 @@ func (e *Engine) duckTypes(fields []arrow.Field) ([]duck.LogicalType, error) {
 // scanGlobal is one scan's snapshot, shared by its threads: the buffered
 // chunks and the persisted files of the table in the query's View that
 // may hold rows within its time bounds. Threads take chunks and files one
-// at a time.
+// at a time, and the row groups of files read natively (pqscan.go) one at
+// a time too.
 type scanGlobal struct {
 	bind   *bindData
 	proj   []int // output column → table column; -1: none (row id)
 	chunks []buffer.Chunk
 	files  []buffer.PersistedFile
 	next   atomic.Int64
+	pq     pqQueue
 	// ctx ends with the query: fetches from the object store stop then.
 	ctx context.Context
 	// view is the scan's own View when it was bound outside a query.
@@ -240,6 +242,7 @@ func (g *scanGlobal) destroy() {
 		c.Rec.Release()
 	}
 	g.chunks = nil
+	g.pq.drop()
 	if g.view != nil {
 		g.view.Release()
 		g.view = nil
@@ -277,8 +280,13 @@ func apron_scan_init(p unsafe.Pointer) {
 		g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
-	threads := min(bd.e.threads, len(g.chunks)+len(g.files))
-	duck.InitSetMaxThreads(info, duck.IdxT(max(threads, 1)))
+	// A file's row groups are read by as many threads: count as many as
+	// its rows fill.
+	units := len(g.chunks)
+	for _, f := range g.files {
+		units += int(max(1, (f.Rows+maxRowGroupRows-1)/maxRowGroupRows))
+	}
+	duck.InitSetMaxThreads(info, duck.IdxT(max(min(bd.e.threads, units), 1)))
 }
 
 // persistedFiles returns the table's files in the View that may hold rows
@@ -322,8 +330,13 @@ func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buf
 type scanLocal struct {
 	g   *scanGlobal
 	cur *buffer.Chunk
-	// file is the persisted file being read, owned its batch from it (cur
-	// points at it then).
+	// group is the row group of a persisted file being read natively
+	// (pqscan.go); pqDicts the string dictionaries made for it and the
+	// row groups before.
+	group   *pqGroup
+	pqDicts pqDictCache
+	// file is the persisted file being read through pqarrow, owned its
+	// batch from it (cur points at it then).
 	file  *fileReader
 	owned buffer.Chunk
 	off   int
@@ -380,6 +393,11 @@ type convertedDict struct {
 const maxConvertedDicts = 64
 
 func (l *scanLocal) destroy() {
+	if l.group != nil {
+		l.group.close()
+		l.group = nil
+	}
+	l.pqDicts.destroy()
 	l.dropOwned()
 	if l.file != nil {
 		l.file.close()
@@ -428,9 +446,16 @@ func apron_scan_func(p, out unsafe.Pointer) {
 }
 
 // fill emits the next at most vectorSize rows into out; none at the end.
-func (l *scanLocal) fill(out duck.DataChunk) error {
+func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 	g := l.g
 	for l.cur == nil || l.off >= l.rows {
+		if l.group != nil {
+			if l.group.rows > 0 {
+				return l.group.emit(l, out)
+			}
+			l.group.close()
+			l.group = nil
+		}
 		l.dropOwned()
 		if l.file != nil {
 			c, ok, err := l.file.next()
@@ -447,6 +472,12 @@ func (l *scanLocal) fill(out duck.DataChunk) error {
 			l.file.close()
 			l.file = nil
 		}
+		if u, ok := g.pq.take(); ok {
+			if l.group, err = openGroup(u, &l.pqDicts); err != nil {
+				return err
+			}
+			continue
+		}
 		i := g.next.Add(1) - 1
 		if i < int64(len(g.chunks)) {
 			if err := l.open(&g.chunks[i]); err != nil {
@@ -459,16 +490,24 @@ func (l *scanLocal) fill(out duck.DataChunk) error {
 			duck.DataChunkSetSize(out, 0)
 			return nil
 		}
-		f, err := g.openFile(g.files[j])
+		p, err := g.openParquet(g.files[j])
 		if err != nil {
 			return err
 		}
-		if f == nil {
+		if p == nil {
 			g.bind.e.filesPruned.Add(1)
-		} else {
-			g.bind.e.filesScanned.Add(1)
+			continue
 		}
-		l.file = f
+		g.bind.e.filesScanned.Add(1)
+		if u, ok := g.openNative(p); ok {
+			if l.group, err = openGroup(u, &l.pqDicts); err != nil {
+				return err
+			}
+			continue
+		}
+		if l.file, err = g.newFileReader(p); err != nil {
+			return err
+		}
 	}
 	k := min(vectorSize, l.rows-l.off)
 	if len(l.need) > 0 {
@@ -784,6 +823,10 @@ func (l *scanLocal) nullChunk() (duck.DataChunk, error) {
 	l.nulls = dc
 	return dc, nil
 }
+
+// maxRowGroupRows is the most rows the buffer writes in a row group (its
+// parquetRowGroupRows).
+const maxRowGroupRows = 1 << 20
 
 // timeBounds is an inclusive range of times, in ns.
 type timeBounds struct{ min, max int64 }

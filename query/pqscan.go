@@ -1,0 +1,199 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	duck "github.com/duckdb/duckdb-go-bindings"
+)
+
+// pqDisabled sends every persisted file through pqarrow: tests compare
+// the native decoder with it.
+var pqDisabled atomic.Bool
+
+// pqNative and pqFallback count the files scans read natively and through
+// pqarrow, for tests.
+var pqNative, pqFallback atomic.Int64
+
+// pqFile is a persisted file the native decoder reads, shared by the
+// threads reading its row groups: closed when the last lets go.
+type pqFile struct {
+	p    *parquetFile
+	plan []pqColPlan // per output column
+	refs atomic.Int32
+}
+
+func (f *pqFile) release() {
+	if f.refs.Add(-1) == 0 {
+		f.p.close()
+	}
+}
+
+// pqUnit is one row group of a file: what a scan thread takes at a time.
+type pqUnit struct {
+	f  *pqFile
+	rg int
+}
+
+// pqQueue holds the row groups of the files threads opened that no thread
+// has taken yet: a file of several row groups is read by as many threads.
+type pqQueue struct {
+	n     atomic.Int32 // len(units): no lock taken while it is 0
+	mu    sync.Mutex
+	units []pqUnit
+}
+
+func (q *pqQueue) push(us []pqUnit) {
+	q.mu.Lock()
+	q.units = append(q.units, us...)
+	q.n.Store(int32(len(q.units)))
+	q.mu.Unlock()
+}
+
+func (q *pqQueue) take() (pqUnit, bool) {
+	if q.n.Load() == 0 {
+		return pqUnit{}, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.units) == 0 {
+		return pqUnit{}, false
+	}
+	u := q.units[0]
+	q.units = q.units[1:]
+	q.n.Store(int32(len(q.units)))
+	return u, true
+}
+
+// drop releases the units nobody took (a query that ended early).
+func (q *pqQueue) drop() {
+	q.mu.Lock()
+	us := q.units
+	q.units = nil
+	q.n.Store(0)
+	q.mu.Unlock()
+	for _, u := range us {
+		u.f.release()
+	}
+}
+
+// openNative makes p a file the native decoder reads, if it can (pqPlan),
+// queues its row groups but the first and returns that one; ok false
+// leaves p to the caller.
+func (g *scanGlobal) openNative(p *parquetFile) (first pqUnit, ok bool) {
+	plan, ok := g.pqPlan(p.pf.MetaData(), p.groups)
+	if !ok {
+		pqFallback.Add(1)
+		return pqUnit{}, false
+	}
+	pqNative.Add(1)
+	f := &pqFile{p: p, plan: plan}
+	f.refs.Store(int32(len(p.groups)))
+	rest := make([]pqUnit, 0, len(p.groups)-1)
+	for _, rg := range p.groups[1:] {
+		rest = append(rest, pqUnit{f, rg})
+	}
+	g.pq.push(rest)
+	return pqUnit{f, p.groups[0]}, true
+}
+
+// pqGroup is a scan thread's row group being read natively.
+type pqGroup struct {
+	u    pqUnit
+	rows int // left
+	// Per output column: its decoder, or nil for one the file lacks
+	// (NULLs), a row id (nothing) or the copy of another's (same).
+	cols []*pqColumn
+	same []int // >= 0: the output column this one references
+	// lead is the output column of the string column the row group is
+	// sorted by first, if projected: output is cut where its runs of one
+	// value start and end, for constant vectors (pqMinConstRun); -1 if
+	// none.
+	lead int
+}
+
+// openGroup starts reading u, with the scan thread's dictionaries; it owns
+// u's reference from then on.
+func openGroup(u pqUnit, dicts *pqDictCache) (_ *pqGroup, err error) {
+	gr := &pqGroup{u: u, cols: make([]*pqColumn, len(u.f.plan)), same: make([]int, len(u.f.plan)), lead: -1}
+	defer func() {
+		if err != nil {
+			gr.close()
+		}
+	}()
+	rg := u.f.p.pf.RowGroup(u.rg)
+	gr.rows = int(rg.NumRows())
+	byLeaf := map[int]int{}
+	for i, p := range u.f.plan {
+		gr.same[i] = -1
+		if p.leaf < 0 {
+			continue
+		}
+		if j, ok := byLeaf[p.leaf]; ok {
+			gr.same[i] = j
+			continue
+		}
+		byLeaf[p.leaf] = i
+		pr, err := rg.GetColumnPageReader(p.leaf)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", u.f.p.f.Path, err)
+		}
+		gr.cols[i] = newPQColumn(p, pr, dicts)
+	}
+	if sc := rg.MetaData().SortingColumns(); len(sc) > 0 {
+		if i, ok := byLeaf[int(sc[0].ColumnIdx)]; ok && u.f.plan[i].kind == pqBytes {
+			gr.lead = i
+		}
+	}
+	return gr, nil
+}
+
+func (gr *pqGroup) close() {
+	for _, c := range gr.cols {
+		if c != nil {
+			c.close()
+		}
+	}
+	gr.cols = nil
+	if gr.u.f != nil {
+		gr.u.f.release()
+		gr.u.f = nil
+	}
+}
+
+// emit writes the next at most vectorSize rows into out.
+func (gr *pqGroup) emit(l *scanLocal, out duck.DataChunk) error {
+	k := min(vectorSize, gr.rows)
+	if gr.lead >= 0 {
+		_, n, err := gr.cols[gr.lead].constRun()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", gr.u.f.p.f.Path, err)
+		}
+		if n >= pqMinConstRun {
+			k = min(k, n)
+		}
+	}
+	for i, p := range gr.u.f.plan {
+		vec := duck.DataChunkGetVector(out, duck.IdxT(i))
+		switch {
+		case gr.cols[i] != nil:
+			if err := gr.cols[i].emit(vec, k); err != nil {
+				return fmt.Errorf("reading %s: column %q: %w", gr.u.f.p.f.Path, l.g.bind.fields[l.g.proj[i]].Name, err)
+			}
+		case gr.same[i] >= 0:
+			duck.VectorReferenceVector(vec, duck.DataChunkGetVector(out, duck.IdxT(gr.same[i])))
+		case p.leaf == -1:
+			nulls, err := l.nullChunk()
+			if err != nil {
+				return err
+			}
+			duck.VectorReferenceVector(vec, duck.DataChunkGetVector(nulls, duck.IdxT(l.g.proj[i])))
+		}
+	}
+	duck.DataChunkSetSize(out, duck.IdxT(k))
+	gr.rows -= k
+	return nil
+}
