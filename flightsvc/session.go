@@ -44,7 +44,7 @@ type sessionStore struct {
 	max     int
 	perHost int
 	log     *slog.Logger
-	mu   struct {
+	mu      struct {
 		sync.Mutex
 		m map[string]*storedSession
 	}
