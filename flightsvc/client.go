@@ -9,12 +9,15 @@ import (
 )
 
 // clientKey names the client a request comes from, for limits that one
-// client must not exhaust for the others (open prepared statements,
-// sessions): its session, when it sends a session cookie; else its
-// connection (the peer's address and port: ADBC, the JDBC driver and
-// arrow-go's client hold one gRPC connection per connection object).
-func clientKey(ctx context.Context) string {
-	if c, err := session.GetIncomingCookieByName(ctx, session.StatefulSessionCookieName); err == nil && c.Value != "" {
+// client must not exhaust for the others (open prepared statements): its
+// session, when it sends the cookie of a session the server holds (a
+// cookie is the client's to make up: one the server did not give is not
+// an identity); else its connection (the peer's address and port: ADBC,
+// the JDBC driver and arrow-go's client hold one gRPC connection per
+// connection object). Limits per host (peerHost) bound what one machine
+// can get by opening connections.
+func (s *SQLServer) clientKey(ctx context.Context) string {
+	if c, err := session.GetIncomingCookieByName(ctx, session.StatefulSessionCookieName); err == nil && c.Value != "" && s.sessions.holds(c.Value) {
 		return "session:" + c.Value
 	}
 	return "peer:" + peerAddr(ctx)

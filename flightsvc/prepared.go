@@ -87,7 +87,7 @@ func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.A
 	if err != nil {
 		return res, statusOf(err)
 	}
-	handle, err := s.prepared.add(clientKey(ctx), st)
+	handle, err := s.prepared.add(s.clientKey(ctx), peerHost(ctx), st)
 	if err != nil {
 		return res, statusOf(err)
 	}

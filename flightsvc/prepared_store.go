@@ -14,16 +14,18 @@ import (
 
 // Prepared statement limits. A handle not used for preparedIdle is
 // forgotten. One client (clientKey) holds at most preparedPerClient
-// handles and preparedBytesPerClient bytes of SQL and bound parameters:
-// past them its next Prepare (or bind) is refused, and nobody else's.
-// All clients together hold at most preparedMax handles and preparedBytes
-// bytes: past them, the least recently used handles of the client holding
-// the most are forgotten first, and only if none has been idle for
-// preparedEvictIdle is the new one refused.
+// handles and preparedBytesPerClient bytes of SQL and bound parameters,
+// one host preparedPerHost handles: past them its next Prepare (or bind)
+// is refused, and nobody else's. All clients together hold at most
+// preparedMax handles and preparedBytes bytes: past them, the least
+// recently used handles of the client holding the most are forgotten
+// first, and only if none has been idle for preparedEvictIdle is the new
+// one refused.
 const (
 	preparedIdle           = time.Hour
 	preparedPerClient      = 1000
 	preparedBytesPerClient = 256 << 20
+	preparedPerHost        = 10 * preparedPerClient
 	preparedMax            = 100_000
 	preparedBytes          = 1 << 30
 	preparedEvictIdle      = time.Minute
@@ -35,6 +37,7 @@ type preparedStore struct {
 	idle      time.Duration
 	perClient int
 	perBytes  int64
+	perHost   int
 	max       int
 	maxBytes  int64
 	now       func() time.Time
@@ -42,6 +45,7 @@ type preparedStore struct {
 		sync.Mutex
 		m       map[string]*prepared
 		clients map[string]*clientUsage
+		hosts   map[string]int // handles by host
 		bytes   int64
 		swept   time.Time // last sweep of expired handles
 	}
@@ -50,6 +54,7 @@ type preparedStore struct {
 type prepared struct {
 	st     *query.Statement
 	client string
+	host   string
 	params arrow.RecordBatch // bound by DoPut; nil if none (guarded by the store's mu)
 	bytes  int64             // the SQL and the parameters
 	used   time.Time
@@ -63,14 +68,15 @@ type clientUsage struct {
 
 func newPreparedStore() *preparedStore {
 	p := &preparedStore{idle: preparedIdle, perClient: preparedPerClient, perBytes: preparedBytesPerClient,
-		max: preparedMax, maxBytes: preparedBytes, now: time.Now}
+		perHost: preparedPerHost, max: preparedMax, maxBytes: preparedBytes, now: time.Now}
 	p.mu.m = make(map[string]*prepared)
 	p.mu.clients = make(map[string]*clientUsage)
+	p.mu.hosts = make(map[string]int)
 	return p
 }
 
-// add stores st for client under a new handle.
-func (p *preparedStore) add(client string, st *query.Statement) (string, error) {
+// add stores st for client, of host, under a new handle.
+func (p *preparedStore) add(client, host string, st *query.Statement) (string, error) {
 	handle := rand.Text()
 	size := int64(0)
 	if st != nil {
@@ -93,6 +99,10 @@ func (p *preparedStore) add(client string, st *query.Statement) (string, error) 
 		return "", fmt.Errorf("%w: this client holds %d open prepared statements, the most one client may (others are not affected); close some (ClosePreparedStatement, or close the statement objects) or let them expire after %s idle",
 			errResourceExhausted, len(u.handles), p.idle)
 	}
+	if p.mu.hosts[host] >= p.perHost {
+		return "", fmt.Errorf("%w: the clients of this host hold %d open prepared statements, the most one host may (others are not affected); close some",
+			errResourceExhausted, p.mu.hosts[host])
+	}
 	if u != nil && u.bytes+size > p.perBytes {
 		return "", fmt.Errorf("%w: this client's open prepared statements hold %d bytes of SQL and parameters, the most one client may is %d; close some",
 			errResourceExhausted, u.bytes, p.perBytes)
@@ -107,8 +117,9 @@ func (p *preparedStore) add(client string, st *query.Statement) (string, error) 
 		u = &clientUsage{handles: map[string]*prepared{}}
 		p.mu.clients[client] = u
 	}
-	e := &prepared{st: st, client: client, bytes: size, used: now}
+	e := &prepared{st: st, client: client, host: host, bytes: size, used: now}
 	p.mu.m[handle] = e
+	p.mu.hosts[host]++
 	u.handles[handle] = e
 	u.bytes += size
 	p.mu.bytes += size
@@ -152,6 +163,9 @@ func (p *preparedStore) dropLocked(h string, e *prepared) {
 	}
 	delete(p.mu.m, h)
 	p.mu.bytes -= e.bytes
+	if p.mu.hosts[e.host]--; p.mu.hosts[e.host] <= 0 {
+		delete(p.mu.hosts, e.host)
+	}
 	if u := p.mu.clients[e.client]; u != nil {
 		delete(u.handles, h)
 		u.bytes -= e.bytes

@@ -81,6 +81,14 @@ func (st *sessionStore) Get(id string) (session.ServerSession, error) {
 	return session.NewSessionFactory(func() string { return id }).CreateSession()
 }
 
+// holds says whether the store holds the session id.
+func (st *sessionStore) holds(id string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.mu.m[id]
+	return ok
+}
+
 // Put does nothing: a new session is stored by keep, once it has options.
 func (st *sessionStore) Put(session.ServerSession) error { return nil }
 
