@@ -197,10 +197,9 @@ func declared(cols []pqGen) []arrow.Field {
 	return out
 }
 
-// pqReadFile reads the file at path the way a scan does, with the table
-// columns fields projected by proj, natively or not; it returns the rows
-// and whether the native decoder read the file.
-func pqReadFile(t testing.TB, e *Engine, path string, fields []arrow.Field, proj []int, bounds timeBounds, native bool) ([]string, bool) {
+// pqScanOf is a scan of the one file at path, as a thread of it: the
+// table columns fields projected by proj, within bounds. done destroys it.
+func pqScanOf(t testing.TB, e *Engine, path string, fields []arrow.Field, proj []int, bounds timeBounds) (l *scanLocal, done func()) {
 	t.Helper()
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -208,13 +207,24 @@ func pqReadFile(t testing.TB, e *Engine, path string, fields []arrow.Field, proj
 	}
 	f := buffer.PersistedFile{Path: filepath.Base(path), URI: "file://" + filepath.ToSlash(path), Size: fi.Size(), Rows: 1,
 		MinTime: math.MinInt64, MaxTime: math.MaxInt64, Database: "db", Table: "t"}
+	g := &scanGlobal{bind: &bindData{e: e, fields: fields, bounds: bounds}, proj: proj, files: []buffer.PersistedFile{f}, ctx: context.Background()}
+	l = &scanLocal{g: g}
+	return l, func() {
+		l.destroy()
+		g.destroy()
+	}
+}
+
+// pqReadFile reads the file at path the way a scan does, with the table
+// columns fields projected by proj, natively or not; it returns the rows
+// and whether the native decoder read the file.
+func pqReadFile(t testing.TB, e *Engine, path string, fields []arrow.Field, proj []int, bounds timeBounds, native bool) ([]string, bool) {
+	t.Helper()
 	pqDisabled.Store(!native)
 	defer pqDisabled.Store(false)
 	before := pqNative.Load()
-	g := &scanGlobal{bind: &bindData{e: e, fields: fields, bounds: bounds}, proj: proj, files: []buffer.PersistedFile{f}, ctx: context.Background()}
-	l := &scanLocal{g: g}
-	defer g.destroy()
-	defer l.destroy()
+	l, done := pqScanOf(t, e, path, fields, proj, bounds)
+	defer done()
 	outFields := make([]arrow.Field, len(proj))
 	for i, tc := range proj {
 		if tc < 0 {
@@ -231,6 +241,17 @@ func pqReadFile(t testing.TB, e *Engine, path string, fields []arrow.Field, proj
 // readChunks fills chunks of outFields' DuckDB types until fill emits
 // none and returns their rows, read back through DuckDB's Arrow export.
 func readChunks(t testing.TB, e *Engine, outFields []arrow.Field, fill func(duck.DataChunk) error) []string {
+	t.Helper()
+	rows, err := tryReadChunks(t, e, outFields, fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// tryReadChunks is readChunks, returning the first error of fill or of
+// the conversion back.
+func tryReadChunks(t testing.TB, e *Engine, outFields []arrow.Field, fill func(duck.DataChunk) error) ([]string, error) {
 	t.Helper()
 	types, err := e.duckTypes(outFields)
 	if err != nil {
@@ -256,14 +277,14 @@ func readChunks(t testing.TB, e *Engine, outFields []arrow.Field, fill func(duck
 	for {
 		duck.DataChunkReset(out)
 		if err := fill(out); err != nil {
-			t.Fatal(err)
+			return rows, err
 		}
 		if duck.DataChunkGetSize(out) == 0 {
-			return rows
+			return rows, nil
 		}
 		rec, ed := duck.DataChunkToArrowArray(opts, schema, out)
 		if err := errorData(ed); err != nil {
-			t.Fatal(err)
+			return rows, err
 		}
 		for i := range int(rec.NumRows()) {
 			rows = append(rows, rowString(rec, i))
@@ -617,51 +638,8 @@ func TestPQCorruptFiles(t *testing.T) {
 // chunk back through DuckDB, and returns the first error.
 func pqReadCorrupt(t testing.TB, e *Engine, path string, fields []arrow.Field, proj []int) error {
 	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := buffer.PersistedFile{Path: filepath.Base(path), URI: "file://" + filepath.ToSlash(path), Size: fi.Size(), Rows: 1,
-		MinTime: math.MinInt64, MaxTime: math.MaxInt64, Database: "db", Table: "t"}
-	g := &scanGlobal{bind: &bindData{e: e, fields: fields, bounds: allTime}, proj: proj, files: []buffer.PersistedFile{f}, ctx: context.Background()}
-	l := &scanLocal{g: g}
-	defer g.destroy()
-	defer l.destroy()
-	types, err := e.duckTypes(fields)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := duck.CreateDataChunk(types)
-	defer duck.DestroyDataChunk(&out)
-	var opts duck.ArrowOptions
-	duck.ConnectionGetArrowOptions(e.conv, &opts)
-	defer duck.DestroyArrowOptions(&opts)
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.Name
-	}
-	schema, ed := duck.NewArrowSchema(opts, types, names)
-	for i := range types {
-		duck.DestroyLogicalType(&types[i])
-	}
-	if err := errorData(ed); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		duck.DataChunkReset(out)
-		if err := l.fill(out); err != nil {
-			return err
-		}
-		if duck.DataChunkGetSize(out) == 0 {
-			return nil
-		}
-		rec, ed := duck.DataChunkToArrowArray(opts, schema, out)
-		if err := errorData(ed); err != nil {
-			return err
-		}
-		for i := range int(rec.NumRows()) {
-			_ = rowString(rec, i)
-		}
-		rec.Release()
-	}
+	l, done := pqScanOf(t, e, path, fields, proj, allTime)
+	defer done()
+	_, err := tryReadChunks(t, e, fields, l.fill)
+	return err
 }
