@@ -247,7 +247,7 @@ func checkValueSizes(a arrow.Array, max int64) error {
 	case arrow.DICTIONARY:
 		d := a.(*array.Dictionary)
 		dict := d.Dictionary()
-		big := map[int]int64{}
+		var big map[int]int64 // made only when a value is over the limit
 		for j := 0; ; {
 			var i int
 			var n int64
@@ -260,6 +260,9 @@ func checkValueSizes(a arrow.Array, max int64) error {
 			}
 			if !ok {
 				break
+			}
+			if big == nil {
+				big = map[int]int64{}
 			}
 			big[i] = n
 			j = i + 1

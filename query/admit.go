@@ -3,8 +3,12 @@
 package query
 
 import (
+	"context"
+	"errors"
 	"sort"
 	"strings"
+
+	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/apron-db/apron/catalog"
 )
@@ -48,8 +52,67 @@ type admitted struct {
 	cost int64
 }
 
-// admit decides whether sql may run on c with database current (c's
-// search path is set to it).
+// maxIdleParsers bounds the parser connections kept for reuse.
+const maxIdleParsers = 8
+
+// admit admits sql on a parser connection, before the statement takes a
+// slot.
+func (e *Engine) admit(ctx context.Context, sql, database string) (*admitted, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pc, err := e.parser()
+	if err != nil {
+		return nil, err
+	}
+	defer e.putParser(pc)
+	return e.admitOn(&conn{c: pc}, qualifySystem(sql), database)
+}
+
+func (e *Engine) parser() (duck.Connection, error) {
+	e.parsers.Lock()
+	if n := len(e.parsers.idle); n > 0 {
+		c := e.parsers.idle[n-1]
+		e.parsers.idle = e.parsers.idle[:n-1]
+		e.parsers.Unlock()
+		return c, nil
+	}
+	e.parsers.Unlock()
+	e.mu.Lock()
+	closed := e.mu.closed
+	e.mu.Unlock()
+	if closed {
+		return duck.Connection{}, ErrClosed
+	}
+	var c duck.Connection
+	if duck.Connect(e.db, &c) == duck.StateError {
+		return c, errors.New("query: connecting to DuckDB failed")
+	}
+	return c, nil
+}
+
+func (e *Engine) putParser(c duck.Connection) {
+	e.parsers.Lock()
+	defer e.parsers.Unlock()
+	if len(e.parsers.idle) >= maxIdleParsers {
+		duck.Disconnect(&c)
+		return
+	}
+	e.parsers.idle = append(e.parsers.idle, c)
+}
+
+func (e *Engine) closeParsers() {
+	e.parsers.Lock()
+	defer e.parsers.Unlock()
+	for i := range e.parsers.idle {
+		duck.Disconnect(&e.parsers.idle[i])
+	}
+	e.parsers.idle = nil
+}
+
+// admitOn decides whether sql may run with database current, parsing it
+// on c (whose search path does not matter: json_serialize_sql resolves no
+// name).
 func (e *Engine) admitOn(c *conn, sql, database string) (*admitted, error) {
 	if len(sql) > maxSQLBytes {
 		return nil, newError(ErrSyntax, "the statement is %d bytes; at most %d are accepted", len(sql), maxSQLBytes)

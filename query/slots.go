@@ -19,9 +19,6 @@ import (
 // by clients' queries, an operator can still see what runs.
 const systemSlots = 2
 
-// maxIdleParsers bounds the parser connections kept for reuse.
-const maxIdleParsers = 8
-
 // systemOnly says whether a statement reads nothing but system tables.
 func (a *admitted) systemOnly() bool {
 	for _, d := range a.databases {
@@ -30,61 +27,6 @@ func (a *admitted) systemOnly() bool {
 		}
 	}
 	return len(a.databases) > 0
-}
-
-// admit admits sql (admit.go) on a parser connection, before the
-// statement takes a slot.
-func (e *Engine) admit(ctx context.Context, sql, database string) (*admitted, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	pc, err := e.parser()
-	if err != nil {
-		return nil, err
-	}
-	defer e.putParser(pc)
-	return e.admitOn(&conn{c: pc}, qualifySystem(sql), database)
-}
-
-func (e *Engine) parser() (duck.Connection, error) {
-	e.parsers.Lock()
-	if n := len(e.parsers.idle); n > 0 {
-		c := e.parsers.idle[n-1]
-		e.parsers.idle = e.parsers.idle[:n-1]
-		e.parsers.Unlock()
-		return c, nil
-	}
-	e.parsers.Unlock()
-	e.mu.Lock()
-	closed := e.mu.closed
-	e.mu.Unlock()
-	if closed {
-		return duck.Connection{}, ErrClosed
-	}
-	var c duck.Connection
-	if duck.Connect(e.db, &c) == duck.StateError {
-		return c, errors.New("query: connecting to DuckDB failed")
-	}
-	return c, nil
-}
-
-func (e *Engine) putParser(c duck.Connection) {
-	e.parsers.Lock()
-	defer e.parsers.Unlock()
-	if len(e.parsers.idle) >= maxIdleParsers {
-		duck.Disconnect(&c)
-		return
-	}
-	e.parsers.idle = append(e.parsers.idle, c)
-}
-
-func (e *Engine) closeParsers() {
-	e.parsers.Lock()
-	defer e.parsers.Unlock()
-	for i := range e.parsers.idle {
-		duck.Disconnect(&e.parsers.idle[i])
-	}
-	e.parsers.idle = nil
 }
 
 // acquire takes a connection, waiting up to QueueTimeout for a slot: one
