@@ -358,8 +358,16 @@ func (f *FS) SyncDir(dir string) error {
 	if err := f.inner.SyncDir(dir); err != nil {
 		return err
 	}
-	// Changes made before the sync started are durable now.
-	f.record(func(p *powerState, _ int) { p.dirSynced[filepath.Clean(dir)] = start + 1 })
+	// Changes made before the sync started are durable now. Syncs of one
+	// directory may overlap (the WAL writer creating a file while the
+	// persister removes one): one that started earlier but returns later
+	// must not undo what a later one made durable.
+	f.record(func(p *powerState, _ int) {
+		d := filepath.Clean(dir)
+		if start+1 > p.dirSynced[d] {
+			p.dirSynced[d] = start + 1
+		}
+	})
 	return nil
 }
 
