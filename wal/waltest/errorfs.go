@@ -94,6 +94,10 @@ type powerState struct {
 type renameRecord struct {
 	old, new string
 	op       int
+	// replaced is what was durable of a file the rename replaced at new
+	// (nil if none): undoing the rename brings it back, as a file system
+	// does when a rename over a file is lost.
+	replaced []byte
 }
 
 type removedRec struct {
@@ -205,6 +209,18 @@ func (f *FS) PowerLoss() error {
 			p.durable[r.old] = d
 			delete(p.durable, r.new)
 		}
+		if c, ok := p.created[r.new]; ok {
+			// The file created under the old name goes back to it; the
+			// new name holds what the rename replaced, if anything.
+			p.created[r.old] = c
+			delete(p.created, r.new)
+		}
+		if r.replaced != nil {
+			if err := os.WriteFile(r.new, r.replaced, 0o644); err != nil {
+				return err
+			}
+			p.durable[r.new] = int64(len(r.replaced))
+		}
 	}
 	for name, r := range p.removed {
 		if dirOK(name, r.op) {
@@ -306,11 +322,19 @@ func (f *FS) Rename(oldname, newname string) error {
 	if err := f.step(OpRename); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
 	}
+	replaced, rerr := os.ReadFile(newname)
 	if err := f.inner.Rename(oldname, newname); err != nil {
 		return err
 	}
 	f.record(func(p *powerState, op int) {
-		p.renames = append(p.renames, renameRecord{old: oldname, new: newname, op: op})
+		r := renameRecord{old: oldname, new: newname, op: op}
+		if rerr == nil {
+			if d, ok := p.durable[newname]; ok {
+				replaced = replaced[:min(int64(len(replaced)), d)]
+			}
+			r.replaced = replaced
+		}
+		p.renames = append(p.renames, r)
 		if d, ok := p.durable[oldname]; ok {
 			p.durable[newname] = d
 			delete(p.durable, oldname)

@@ -135,3 +135,39 @@ func TestPowerLossOverlappingDirSyncs(t *testing.T) {
 		t.Fatalf("a file whose creation a completed directory sync covered is %q, %v after the power loss", b, err)
 	}
 }
+
+// TestPowerLossRenameOverFile: a rename over an existing file that no
+// directory sync made durable is undone by a power loss as a file system
+// undoes it: the renamed file is back under its old name (and, created
+// since the last sync, gone), and the file it replaced is back too.
+func TestPowerLossRenameOverFile(t *testing.T) {
+	dir := t.TempDir()
+	target, tmp := filepath.Join(dir, "catalog.json"), filepath.Join(dir, ".catalog.json.tmp")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := New(nil)
+	w, err := f.Create(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := f.Rename(tmp, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.PowerLoss(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != "old" {
+		t.Fatalf("replaced file after power loss: %q, %v; want \"old\"", got, err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temp file, created since the last sync, survived: %v", err)
+	}
+}
