@@ -150,7 +150,7 @@ func (b *WriteBuffer) loadStoreCatalog(ctx context.Context) error {
 	if err := writeFileAtomic(b.catPath, data); err != nil {
 		return fmt.Errorf("buffer: installing catalog %s from the object store: %w", name, err)
 	}
-	cat, err := catalog.Load(b.catPath, b.cfg.Limits)
+	cat, err := catalog.LoadFS(b.cfg.WALFS, b.catPath, b.cfg.Limits)
 	if err != nil {
 		return fmt.Errorf("buffer: catalog %s from the object store: %w", name, err)
 	}
@@ -316,6 +316,12 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 	defer close(b.persist.done)
 	for {
 		seg := b.nextToPersist()
+		if seg == nil && b.cat.Version() > b.persist.catVersion {
+			if _, err := b.persistCatalog(ctx, b.cat.Version()); err != nil {
+				return
+			}
+			continue
+		}
 		if seg == nil {
 			select {
 			case <-ctx.Done():
@@ -444,24 +450,8 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	// first: the file saved next is at least as new, so it describes every
 	// column the Parquet files have.
 	snap := b.cat.Snapshot()
-	var catVersion uint64
-	if err := b.retry(ctx, "persisting catalog", func() error {
-		data, v, err := b.catalogFile(snap.Version())
-		if err != nil {
-			return err
-		}
-		catVersion = v
-		if v <= b.persist.catVersion {
-			catVersion = b.persist.catVersion
-			return nil
-		}
-		crc := objstore.CRC32C(data)
-		if err := b.putImmutable(ctx, catalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false); err != nil {
-			return err
-		}
-		b.persist.catVersion = v
-		return nil
-	}); err != nil {
+	catVersion, err := b.persistCatalog(ctx, snap.Version())
+	if err != nil {
 		return err
 	}
 
@@ -567,6 +557,34 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		b.dropSegment(seg)
 	}
 	return nil
+}
+
+// persistCatalog uploads the catalog file (at least at version atLeast)
+// unless the store has it, retrying until done, and returns the version
+// the store has. Besides step 1 of a segment's persist, the persister runs
+// it alone when the catalog changed with no segment to persist (a token
+// made or revoked), so that the store's newest catalog, which a fresh data
+// dir starts from, never lags behind a revocation for long.
+func (b *WriteBuffer) persistCatalog(ctx context.Context, atLeast uint64) (uint64, error) {
+	var catVersion uint64
+	err := b.retry(ctx, "persisting catalog", func() error {
+		data, v, err := b.catalogFile(atLeast)
+		if err != nil {
+			return err
+		}
+		catVersion = v
+		if v <= b.persist.catVersion {
+			catVersion = b.persist.catVersion
+			return nil
+		}
+		crc := objstore.CRC32C(data)
+		if err := b.putImmutable(ctx, catalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false); err != nil {
+			return err
+		}
+		b.persist.catVersion = v
+		return nil
+	})
+	return catVersion, err
 }
 
 // catalogFile returns the catalog file's bytes and version, saving the

@@ -110,7 +110,7 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 		donec:   make(chan struct{}),
 	}
 	var err error
-	if b.cat, err = catalog.Load(b.catPath, cfg.Limits); err != nil {
+	if b.cat, err = catalog.LoadFS(cfg.WALFS, b.catPath, cfg.Limits); err != nil {
 		return nil, fmt.Errorf("buffer: %w", err)
 	}
 	if err := b.openStore(); err != nil {

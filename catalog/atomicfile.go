@@ -1,31 +1,35 @@
 package catalog
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/apron-db/apron/wal"
 )
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
 // old file or the new one, never a mix: write a temp file in the same
 // directory (rename is only atomic within a file system), fsync it, rename
 // it over path, then fsync the directory so the rename itself is durable.
-// The temp file is removed on any failure.
-func writeFileAtomic(path string, data []byte) (err error) {
+// The temp file is removed on any failure. The file system is the WAL's
+// (wal.FS), so that the power-loss model of package waltest covers the
+// catalog's writes too.
+func writeFileAtomic(fsys wal.FS, path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
+	// A temp file left by a crash is garbage: the rename never happened.
+	_ = fsys.Remove(tmp)
+	f, err := fsys.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("create temp file: %w", err)
 	}
-	tmp := f.Name()
 	closed := false
 	defer func() {
 		if err != nil {
 			if !closed {
 				_ = f.Close()
 			}
-			_ = os.Remove(tmp)
+			_ = fsys.Remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -38,21 +42,13 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		// The file is in place (the deferred Remove of tmp finds nothing);
 		// only the durability of the rename is in doubt.
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }

@@ -3,6 +3,8 @@ package catalog
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/apron-db/apron/wal"
 )
 
 // Catalog is the live catalog. It is safe for concurrent use: readers load
@@ -10,6 +12,7 @@ import (
 // publishes a new snapshot.
 type Catalog struct {
 	limits Limits
+	fs     wal.FS // what Save writes through; nil: the OS
 	snap   atomic.Pointer[Snapshot]
 
 	// applyMu serializes Apply so that two changes never build on the
@@ -29,6 +32,13 @@ func New(limits Limits) *Catalog {
 	c := &Catalog{limits: limits.withDefaults()}
 	c.snap.Store(emptySnapshot())
 	return c
+}
+
+func (c *Catalog) fsys() wal.FS {
+	if c.fs == nil {
+		return wal.OSFS()
+	}
+	return c.fs
 }
 
 // Limits returns the limits in force.

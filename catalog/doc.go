@@ -47,6 +47,12 @@
 //	  ]
 //	}
 //
+// Format version 2 adds "tokens" (token_format.go): API tokens as their
+// SHA-256, permissions, times; a catalog without tokens is still written
+// as version 1. Token changes are not WAL records: ChangeTokens writes the
+// file (atomically, as above) before the change is in force, so the file
+// is their log.
+//
 // Type names are int8…int64, uint8…uint64, float32, float64, bool, string,
 // binary, timestamp (with unit s|ms|us|ns and optional time_zone), date32 and
 // date64. Unknown fields or an unknown format_version make [Load] fail:

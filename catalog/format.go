@@ -7,8 +7,15 @@ import (
 )
 
 // formatVersion is the version of the catalog file layout described in
-// doc.go. Bump it for any change an older server could misread.
-const formatVersion = 1
+// doc.go. Bump it for any change an older server could misread. Version 2
+// added tokens; a catalog without tokens is still written as version 1,
+// byte for byte as before. A server that reads only version 1 refuses a
+// catalog with tokens rather than run without them.
+const (
+	formatVersion       = 2
+	formatVersionTokens = 2
+	formatVersionPlain  = 1
+)
 
 type fileCatalog struct {
 	FormatVersion  int            `json:"format_version"`
@@ -16,6 +23,7 @@ type fileCatalog struct {
 	NextDatabaseID uint64         `json:"next_database_id"`
 	NextTableID    uint64         `json:"next_table_id"`
 	Databases      []fileDatabase `json:"databases"`
+	Tokens         []fileToken    `json:"tokens,omitempty"`
 }
 
 type fileDatabase struct {
@@ -43,7 +51,7 @@ type fileColumn struct {
 // golden files and diffs are meaningful.
 func encodeSnapshot(s *Snapshot) ([]byte, error) {
 	fc := fileCatalog{
-		FormatVersion:  formatVersion,
+		FormatVersion:  formatVersionPlain,
 		Version:        s.version,
 		NextDatabaseID: s.nextDatabaseID,
 		NextTableID:    s.nextTableID,
@@ -64,6 +72,12 @@ func encodeSnapshot(s *Snapshot) ([]byte, error) {
 			fd.Tables = append(fd.Tables, ft)
 		}
 		fc.Databases = append(fc.Databases, fd)
+	}
+	if len(s.tokens) > 0 {
+		fc.FormatVersion = formatVersionTokens
+		for _, t := range s.Tokens() {
+			fc.Tokens = append(fc.Tokens, encodeToken(t))
+		}
 	}
 	out, err := json.MarshalIndent(fc, "", "  ")
 	if err != nil {
@@ -89,8 +103,8 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 	if head.FormatVersion == nil {
 		return nil, fmt.Errorf("%w: no format_version", ErrCorrupt)
 	}
-	if *head.FormatVersion != formatVersion {
-		return nil, fmt.Errorf("%w: format_version %d, this server reads %d", ErrCorrupt, *head.FormatVersion, formatVersion)
+	if v := *head.FormatVersion; v != formatVersionPlain && v != formatVersionTokens {
+		return nil, fmt.Errorf("%w: format_version %d, this server reads %d and %d (a newer server wrote it?)", ErrCorrupt, v, formatVersionPlain, formatVersionTokens)
 	}
 
 	var fc fileCatalog
@@ -150,7 +164,25 @@ func buildSnapshot(fc *fileCatalog) (*Snapshot, error) {
 		return nil, fmt.Errorf("next ids (database %d, table %d) not above the ids in use (%d, %d)",
 			fc.NextDatabaseID, fc.NextTableID, maxDB, maxTable)
 	}
-	return newSnapshot(fc.Version, dbs, fc.NextDatabaseID, fc.NextTableID), nil
+	s := newSnapshot(fc.Version, dbs, fc.NextDatabaseID, fc.NextTableID)
+	if len(fc.Tokens) > 0 && fc.FormatVersion < formatVersionTokens {
+		return nil, fmt.Errorf("tokens in a format_version %d file", fc.FormatVersion)
+	}
+	s.tokens = make(map[string]*Token, len(fc.Tokens))
+	for _, ft := range fc.Tokens {
+		t, err := decodeToken(ft)
+		if err != nil {
+			return nil, err
+		}
+		if err := validateToken(t); err != nil {
+			return nil, err
+		}
+		if s.tokens[t.ID] != nil {
+			return nil, fmt.Errorf("token %q appears twice", t.ID)
+		}
+		s.tokens[t.ID] = t
+	}
+	return s, nil
 }
 
 func buildColumns(db string, ft fileTable) ([]Column, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/apron-db/apron/wal"
 )
 
 // Load reads the catalog saved at path. A missing file is an empty catalog
@@ -13,7 +15,14 @@ import (
 // apply to later writes only: a catalog over a since-lowered limit still
 // loads.
 func Load(path string, limits Limits) (*Catalog, error) {
+	return LoadFS(wal.OSFS(), path, limits)
+}
+
+// LoadFS is Load with the file system the catalog saves through (reads
+// use the OS: the file systems of package waltest write through to it).
+func LoadFS(fsys wal.FS, path string, limits Limits) (*Catalog, error) {
 	c := New(limits)
+	c.fs = fsys
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
@@ -45,7 +54,7 @@ func (c *Catalog) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("catalog: save %s: %w", path, err)
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := writeFileAtomic(c.fsys(), path, data); err != nil {
 		return fmt.Errorf("catalog: save %s: %w", path, err)
 	}
 	c.save.path, c.save.version, c.save.valid = path, s.version, true

@@ -18,6 +18,10 @@ type Snapshot struct {
 	// are persisted rather than recomputed.
 	nextDatabaseID uint64
 	nextTableID    uint64
+
+	// tokens are the API tokens by id (token.go); shared between
+	// snapshots until a token change copies the map.
+	tokens map[string]*Token
 }
 
 func emptySnapshot() *Snapshot {
@@ -43,7 +47,9 @@ func (s *Snapshot) withDatabase(d *Database, nextDB, nextTable uint64) *Snapshot
 		dbs[k] = v
 	}
 	dbs[d.Name] = d
-	return newSnapshot(s.version+1, dbs, nextDB, nextTable)
+	next := newSnapshot(s.version+1, dbs, nextDB, nextTable)
+	next.tokens = s.tokens
+	return next
 }
 
 // Version is the catalog version this snapshot shows. It grows by one with

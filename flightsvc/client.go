@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"google.golang.org/grpc/peer"
+
+	"github.com/apron-db/apron/auth"
 )
 
 // clientKey names the client a request comes from, for limits that one
@@ -14,13 +16,19 @@ import (
 // cookie is the client's to make up: one the server did not give is not
 // an identity); else its connection (the peer's address and port: ADBC,
 // the JDBC driver and arrow-go's client hold one gRPC connection per
-// connection object). Limits per host (peerHost) bound what one machine
-// can get by opening connections.
+// connection object). Limits per host (hostKey) bound what one machine,
+// or one token, can get by opening connections. With authentication, the
+// key starts with the token's id: sessions are bound to tokens, and no
+// two tokens share a client.
 func (s *SQLServer) clientKey(ctx context.Context) string {
-	if c, err := session.GetIncomingCookieByName(ctx, session.StatefulSessionCookieName); err == nil && c.Value != "" && s.sessions.holds(c.Value) {
-		return "session:" + c.Value
+	prefix := ""
+	if p := auth.FromContext(ctx); p != nil {
+		prefix = "token:" + p.ID() + "/"
 	}
-	return "peer:" + peerAddr(ctx)
+	if c, err := session.GetIncomingCookieByName(ctx, session.StatefulSessionCookieName); err == nil && c.Value != "" && s.sessions.holds(c.Value) {
+		return prefix + "session:" + c.Value
+	}
+	return prefix + "peer:" + peerAddr(ctx)
 }
 
 // peerAddr is the address and port of the peer, "" if unknown.

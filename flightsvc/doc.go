@@ -51,6 +51,23 @@
 // The package imports the query engine, so it builds only with the tag
 // duckdb_arrow.
 //
+// # Authentication
+//
+// With a verifier (Config.Auth), the first interceptor of every Flight
+// call (auth.go; not of the health service) turns the call's
+// "authorization" header (Bearer <token>, or Basic user:token) into an
+// auth.Principal in the call's context, or refuses it UNAUTHENTICATED
+// before anything else runs. Handshake answers a Basic login with the
+// bearer token in its response headers. Handlers authorize by the
+// Principal: writes need write on the target (ingest checks again at
+// every batch, so a revoked token stops mid-stream), plain reads read on
+// the table's database, SQL is authorized by the query engine from
+// DuckDB's parse; metadata lists only readable databases. Tickets,
+// prepared statements and sessions record the token id they were made
+// for, and refuse any other (errNotOwner). The token actions
+// (apron.token.*, tokens.go) are admin only. Per-client limits count by
+// token when there is one.
+//
 // Domain errors become gRPC status codes in one place: statusOf in
 // status.go.
 package flightsvc

@@ -22,6 +22,8 @@ const MaxMessageSize = 256 << 20
 // a Flight session (arrow-go's cookie-based session middleware), which
 // carries the session options of SetSessionOptions.
 func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+	svc.sql.auth.drain = svc.drainPut
+	authUnary, authStream := svc.sql.auth.interceptors()
 	unary, stream := sessionInterceptors(svc.sql.sessions, svc.sql.log)
 	// FlightData bodies are decoded into recycled memory (bodyCodec); plain
 	// Go memory underneath, so a body never given back is just garbage.
@@ -29,7 +31,8 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 	svc.bodies = bodies
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
-		grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
+		// Authentication first: a refused call reaches nothing else.
+		grpc.ChainUnaryInterceptor(authUnary, unary), grpc.ChainStreamInterceptor(authStream, stream),
 		grpc.ForceServerCodecV2(newBodyCodec(bodies)),
 		experimental.BufferPool(&framePool{}),
 	}, opts...)

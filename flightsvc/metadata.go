@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/catalog"
 )
 
@@ -50,12 +51,16 @@ func (s *SQLServer) GetFlightInfoSchemas(_ context.Context, _ flightsql.GetDBSch
 	return s.infoForCommand(desc, schema_ref.DBSchemas), nil
 }
 
-func (s *SQLServer) DoGetDBSchemas(_ context.Context, cmd flightsql.GetDBSchemas) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+// The metadata commands list only the databases the caller's token can
+// read: the others' names are not its to learn.
+
+func (s *SQLServer) DoGetDBSchemas(ctx context.Context, cmd flightsql.GetDBSchemas) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	b := array.NewRecordBuilder(s.mem, schema_ref.DBSchemas)
 	defer b.Release()
+	who := auth.FromContext(ctx)
 	if catalogMatches(cmd.GetCatalog()) {
 		for _, d := range s.wb.Catalog().Databases() {
-			if !likeMatch(cmd.GetDBSchemaFilterPattern(), d.Name) {
+			if !who.CanRead(d.Name) || !likeMatch(cmd.GetDBSchemaFilterPattern(), d.Name) {
 				continue
 			}
 			b.Field(0).(*array.StringBuilder).Append(CatalogName)
@@ -72,7 +77,8 @@ func (s *SQLServer) GetFlightInfoTables(_ context.Context, cmd flightsql.GetTabl
 	return s.infoForCommand(desc, schema_ref.Tables), nil
 }
 
-func (s *SQLServer) DoGetTables(_ context.Context, cmd flightsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+func (s *SQLServer) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	who := auth.FromContext(ctx)
 	sc := schema_ref.Tables
 	if cmd.GetIncludeSchema() {
 		sc = schema_ref.TablesWithIncludedSchema
@@ -81,7 +87,7 @@ func (s *SQLServer) DoGetTables(_ context.Context, cmd flightsql.GetTables) (*ar
 	defer b.Release()
 	if catalogMatches(cmd.GetCatalog()) && typeMatches(cmd.GetTableTypes()) {
 		for _, d := range s.wb.Catalog().Databases() {
-			if !likeMatch(cmd.GetDBSchemaFilterPattern(), d.Name) {
+			if !who.CanRead(d.Name) || !likeMatch(cmd.GetDBSchemaFilterPattern(), d.Name) {
 				continue
 			}
 			for _, t := range d.TableList() {

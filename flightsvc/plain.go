@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
@@ -81,12 +82,12 @@ func (s *Service) putPath(stream flight.FlightService_DoPutServer, d *flight.Fli
 }
 
 // pathInfo answers GetFlightInfo for [database, table].
-func (s *Service) pathInfo(d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+func (s *Service) pathInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	db, table, err := pathTarget(d)
 	if err != nil {
 		return nil, err
 	}
-	return s.tableInfo(d, db, table, math.MinInt64, math.MaxInt64)
+	return s.tableInfo(ctx, d, db, table, math.MinInt64, math.MaxInt64)
 }
 
 // decodeTableRange reads a CMD descriptor of Apron's own (prefix
@@ -103,7 +104,7 @@ func decodeTableRange(d *flight.FlightDescriptor) (*apronpb.TableRange, bool, er
 }
 
 // rangeInfo answers GetFlightInfo for a TableRange command.
-func (s *Service) rangeInfo(d *flight.FlightDescriptor, r *apronpb.TableRange) (*flight.FlightInfo, error) {
+func (s *Service) rangeInfo(ctx context.Context, d *flight.FlightDescriptor, r *apronpb.TableRange) (*flight.FlightInfo, error) {
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if r.MinTime != nil {
 		lo = r.GetMinTime()
@@ -114,7 +115,7 @@ func (s *Service) rangeInfo(d *flight.FlightDescriptor, r *apronpb.TableRange) (
 	if lo > hi {
 		return nil, fmt.Errorf("%w: time range [%d, %d] is empty", errInvalidRequest, lo, hi)
 	}
-	return s.tableInfo(d, r.GetDatabase(), r.GetTable(), lo, hi)
+	return s.tableInfo(ctx, d, r.GetDatabase(), r.GetTable(), lo, hi)
 }
 
 // tableInfo is a table's schema and its endpoints that may hold rows in
@@ -123,7 +124,10 @@ func (s *Service) rangeInfo(d *flight.FlightDescriptor, r *apronpb.TableRange) (
 // described in the endpoint's app_metadata, a ParquetReference, so that a
 // client may read the file from the object store itself). Buffered and
 // persisted endpoints come from one buffer.View: each row is in exactly one.
-func (s *Service) tableInfo(d *flight.FlightDescriptor, db, table string, lo, hi int64) (*flight.FlightInfo, error) {
+func (s *Service) tableInfo(ctx context.Context, d *flight.FlightDescriptor, db, table string, lo, hi int64) (*flight.FlightInfo, error) {
+	if err := auth.FromContext(ctx).Read(db); err != nil {
+		return nil, err
+	}
 	t, ok := s.sql.wb.Catalog().Table(db, table)
 	if !ok {
 		return nil, fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, table, db)
@@ -134,6 +138,7 @@ func (s *Service) tableInfo(d *flight.FlightDescriptor, db, table string, lo, hi
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}
+	owner := auth.FromContext(ctx).ID()
 	v := s.sql.wb.View()
 	defer v.Release()
 	bounded := lo != math.MinInt64 || hi != math.MaxInt64
@@ -146,7 +151,7 @@ func (s *Service) tableInfo(d *flight.FlightDescriptor, db, table string, lo, hi
 		}
 		tkt, err := encodeTicket(&apronpb.Ticket{Kind: &apronpb.Ticket_Buffer{Buffer: &apronpb.BufferTicket{
 			Database: db, Table: table, SegmentId: seg.ID(),
-		}}})
+		}}, TokenId: owner})
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +164,7 @@ func (s *Service) tableInfo(d *flight.FlightDescriptor, db, table string, lo, hi
 			}
 			tkt, err := encodeTicket(&apronpb.Ticket{Kind: &apronpb.Ticket_Parquet{Parquet: &apronpb.ParquetTicket{
 				Database: db, Table: table, SegmentId: ps.ID, Path: f.Path,
-			}}})
+			}}, TokenId: owner})
 			if err != nil {
 				return nil, err
 			}
@@ -189,6 +194,10 @@ func overlaps(chunks []buffer.Chunk, lo, hi int64) bool {
 // doGetBuffer streams one table's rows buffered in one segment, in the
 // table's current schema.
 func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stream flight.FlightService_DoGetServer) error {
+	who := auth.FromContext(ctx)
+	if err := who.Read(t.Database); err != nil {
+		return err
+	}
 	tbl, ok := s.sql.wb.Catalog().Table(t.Database, t.Table)
 	if !ok {
 		return fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, t.Table, t.Database)
@@ -225,6 +234,9 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if err := who.Check(); err != nil {
+			return err
+		}
 		if err := writeProjected(w, c, schema, s.sql.mem); err != nil {
 			return err
 		}
@@ -244,13 +256,38 @@ func writeProjected(w *flight.Writer, c buffer.Chunk, schema *arrow.Schema, mem 
 // doGetParquet streams one persisted Parquet file in the table's current
 // schema.
 func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, stream flight.FlightService_DoGetServer) error {
+	if err := auth.FromContext(ctx).Read(t.Database); err != nil {
+		return err
+	}
 	tbl, ok := s.sql.wb.Catalog().Table(t.Database, t.Table)
 	if !ok {
 		return fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, t.Table, t.Database)
 	}
+	// The ticket's path is the client's to write: it must be a file of
+	// the ticket's table in a persisted segment, or a ticket naming a
+	// readable table could fetch any object of the store.
+	if !s.persistedFile(t) {
+		return fmt.Errorf("%w: no persisted file %q of table %q in database %q in segment %d; call GetFlightInfo again", errNotFound, t.Path, t.Table, t.Database, t.SegmentId)
+	}
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(tbl.ArrowSchema()), ipc.WithAllocator(s.sql.mem))
 	defer w.Close()
 	return s.writeFile(ctx, w, tbl.ArrowSchema(), t.Path)
+}
+
+// persistedFile says whether t names a file of its table in a persisted
+// segment.
+func (s *Service) persistedFile(t *apronpb.ParquetTicket) bool {
+	for _, ps := range s.sql.wb.Persisted() {
+		if ps.ID != t.SegmentId {
+			continue
+		}
+		for _, f := range ps.Files {
+			if f.Path == t.Path && f.Database == t.Database && f.Table == t.Table {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // streamFiles streams the files of one table in a persisted segment.
@@ -307,7 +344,11 @@ func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow
 		return fmt.Errorf("reading %q: %w", path, err)
 	}
 	defer rr.Release()
+	who := auth.FromContext(ctx)
 	for rr.Next() {
+		if err := who.Check(); err != nil {
+			return err
+		}
 		if err := writeProjected(w, buffer.Chunk{Rec: rr.RecordBatch()}, schema, s.sql.mem); err != nil {
 			return err
 		}
@@ -318,11 +359,16 @@ func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow
 	return nil
 }
 
-// listFlights lists every table as a PATH flight.
+// listFlights lists every table the caller can read as a PATH flight.
 func (s *Service) listFlights(stream flight.FlightService_ListFlightsServer) error {
+	ctx := stream.Context()
+	who := auth.FromContext(ctx)
 	for _, d := range s.sql.wb.Catalog().Databases() {
+		if !who.CanRead(d.Name) {
+			continue
+		}
 		for _, t := range d.TableList() {
-			info, err := s.pathInfo(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{d.Name, t.Name}})
+			info, err := s.pathInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{d.Name, t.Name}})
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/query"
 )
 
@@ -87,7 +88,7 @@ func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.A
 	if err != nil {
 		return res, statusOf(err)
 	}
-	handle, err := s.prepared.add(s.clientKey(ctx), peerHost(ctx), st)
+	handle, err := s.prepared.add(s.clientKey(ctx), hostKey(ctx), auth.FromContext(ctx).ID(), st)
 	if err != nil {
 		return res, statusOf(err)
 	}
@@ -99,9 +100,8 @@ func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.A
 	return res, nil
 }
 
-func (s *SQLServer) ClosePreparedStatement(_ context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
-	s.prepared.close(req.GetPreparedStatementHandle())
-	return nil
+func (s *SQLServer) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
+	return statusOf(s.prepared.close(req.GetPreparedStatementHandle(), auth.FromContext(ctx).ID()))
 }
 
 // DoPutPreparedStatementQuery binds parameters: the batches of the stream,
@@ -112,14 +112,14 @@ func (s *SQLServer) DoPutPreparedStatementQuery(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	if err := s.prepared.bind(handle, params); err != nil {
+	if err := s.prepared.bind(handle, auth.FromContext(ctx).ID(), params); err != nil {
 		return nil, statusOf(err)
 	}
 	return handle, nil
 }
 
-func (s *SQLServer) GetFlightInfoPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *SQLServer) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle(), auth.FromContext(ctx).ID())
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -136,8 +136,8 @@ func (s *SQLServer) GetFlightInfoPreparedStatement(_ context.Context, cmd flight
 	return s.infoForCommand(desc, st.Schema), nil
 }
 
-func (s *SQLServer) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+func (s *SQLServer) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle(), auth.FromContext(ctx).ID())
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -150,7 +150,7 @@ func (s *SQLServer) GetSchemaPreparedStatement(_ context.Context, cmd flightsql.
 // DoGetPreparedStatement runs a prepared query with its bound parameters.
 func (s *SQLServer) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	handle := cmd.GetPreparedStatementHandle()
-	st, params, err := s.prepared.get(handle)
+	st, params, err := s.prepared.get(handle, auth.FromContext(ctx).ID())
 	if err != nil {
 		return nil, nil, statusOf(err)
 	}
@@ -175,7 +175,7 @@ func (s *SQLServer) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Pr
 // DoPutPreparedStatementUpdate runs a prepared INSERT, once per row of the
 // parameters sent with it (or bound before), and answers the rows written.
 func (s *SQLServer) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	st, bound, err := s.prepared.get(cmd.GetPreparedStatementHandle())
+	st, bound, err := s.prepared.get(cmd.GetPreparedStatementHandle(), auth.FromContext(ctx).ID())
 	if err != nil {
 		return 0, statusOf(err)
 	}

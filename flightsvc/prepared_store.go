@@ -55,6 +55,7 @@ type prepared struct {
 	st     *query.Statement
 	client string
 	host   string
+	owner  string            // the token id that made it ("" without authentication)
 	params arrow.RecordBatch // bound by DoPut; nil if none (guarded by the store's mu)
 	bytes  int64             // the SQL and the parameters
 	used   time.Time
@@ -75,8 +76,9 @@ func newPreparedStore() *preparedStore {
 	return p
 }
 
-// add stores st for client, of host, under a new handle.
-func (p *preparedStore) add(client, host string, st *query.Statement) (string, error) {
+// add stores st for client, of host, under a new handle that only owner
+// (a token id) may use.
+func (p *preparedStore) add(client, host, owner string, st *query.Statement) (string, error) {
 	handle := rand.Text()
 	size := int64(0)
 	if st != nil {
@@ -117,7 +119,7 @@ func (p *preparedStore) add(client, host string, st *query.Statement) (string, e
 		u = &clientUsage{handles: map[string]*prepared{}}
 		p.mu.clients[client] = u
 	}
-	e := &prepared{st: st, client: client, host: host, bytes: size, used: now}
+	e := &prepared{st: st, client: client, host: host, owner: owner, bytes: size, used: now}
 	p.mu.m[handle] = e
 	p.mu.hosts[host]++
 	u.handles[handle] = e
@@ -177,7 +179,7 @@ func (p *preparedStore) dropLocked(h string, e *prepared) {
 
 // get returns the statement and its bound parameters (retained: the
 // caller releases them).
-func (p *preparedStore) get(handle []byte) (*query.Statement, arrow.RecordBatch, error) {
+func (p *preparedStore) get(handle []byte, owner string) (*query.Statement, arrow.RecordBatch, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.mu.m[string(handle)]
@@ -190,6 +192,9 @@ func (p *preparedStore) get(handle []byte) (*query.Statement, arrow.RecordBatch,
 		return nil, nil, fmt.Errorf("%w: prepared statement %q is not open (closed, or idle for more than %s, or the server restarted); prepare it again",
 			errNotFound, handle, p.idle)
 	}
+	if e.owner != owner {
+		return nil, nil, errNotOwner("prepared statement")
+	}
 	e.used = now
 	if e.params != nil {
 		e.params.Retain()
@@ -199,13 +204,16 @@ func (p *preparedStore) get(handle []byte) (*query.Statement, arrow.RecordBatch,
 
 // bind replaces the parameters of a statement; it takes ownership of
 // params.
-func (p *preparedStore) bind(handle []byte, params arrow.RecordBatch) error {
+func (p *preparedStore) bind(handle []byte, owner string, params arrow.RecordBatch) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.mu.m[string(handle)]
-	if !ok {
+	if !ok || e.owner != owner {
 		if params != nil {
 			params.Release()
+		}
+		if ok {
+			return errNotOwner("prepared statement")
 		}
 		return fmt.Errorf("%w: prepared statement %q is not open; prepare it again", errNotFound, handle)
 	}
@@ -236,12 +244,17 @@ func (p *preparedStore) bind(handle []byte, params arrow.RecordBatch) error {
 	return nil
 }
 
-func (p *preparedStore) close(handle []byte) {
+func (p *preparedStore) close(handle []byte, owner string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.mu.m[string(handle)]; ok {
+	e, ok := p.mu.m[string(handle)]
+	if ok && e.owner != owner {
+		return errNotOwner("prepared statement")
+	}
+	if ok {
 		p.dropLocked(string(handle), e)
 	}
+	return nil
 }
 
 func (p *preparedStore) closeAll() {

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/apron-db/apron/auth"
 )
 
 // Service is the gRPC Flight service: plain Flight for PATH descriptors and
@@ -109,14 +111,14 @@ func (s *Service) putIngest(stream flight.FlightService_DoPutServer, cmd *flight
 
 func (s *Service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	if d.GetType() == flight.DescriptorPATH {
-		info, err := s.pathInfo(d)
+		info, err := s.pathInfo(ctx, d)
 		return info, statusOf(err)
 	}
 	if r, ours, err := decodeTableRange(d); ours {
 		if err != nil {
 			return nil, statusOf(err)
 		}
-		info, err := s.rangeInfo(d, r)
+		info, err := s.rangeInfo(ctx, d, r)
 		return info, statusOf(err)
 	}
 	return s.adapter.GetFlightInfo(ctx, d)
@@ -124,7 +126,7 @@ func (s *Service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor)
 
 func (s *Service) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	if d.GetType() == flight.DescriptorPATH {
-		info, err := s.pathInfo(d)
+		info, err := s.pathInfo(ctx, d)
 		if err != nil {
 			return nil, statusOf(err)
 		}
@@ -140,6 +142,9 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	}
 	if !ours {
 		return s.adapter.DoGet(tkt, stream)
+	}
+	if t.GetTokenId() != auth.FromContext(stream.Context()).ID() {
+		return statusOf(errNotOwner("ticket"))
 	}
 	if b := t.GetBuffer(); b != nil {
 		return statusOf(s.doGetBuffer(stream.Context(), b, stream))
@@ -159,15 +164,29 @@ func (s *Service) PollFlightInfo(ctx context.Context, d *flight.FlightDescriptor
 }
 
 func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	send := func(body []byte) error { return stream.Send(&flight.Result{Body: body}) }
+	if ours, err := s.sql.apronAction(stream.Context(), a, send); ours {
+		return statusOf(err)
+	}
 	return s.adapter.DoAction(a, stream)
 }
 
 func (s *Service) ListActions(e *flight.Empty, stream flight.FlightService_ListActionsServer) error {
+	for _, a := range apronActions {
+		if err := stream.Send(a); err != nil {
+			return err
+		}
+	}
 	return s.adapter.ListActions(e, stream)
 }
 
 func (s *Service) DoExchange(stream flight.FlightService_DoExchangeServer) error {
 	return s.adapter.DoExchange(stream)
+}
+
+// putReceiver is what drainPut reads from: a DoPut stream.
+type putReceiver interface {
+	Recv() (*flight.FlightData, error)
 }
 
 // Limits of drainPut.
@@ -184,7 +203,7 @@ const (
 // middleware (which ADBC uses) reads the call's trailer on that path
 // while gRPC is still writing it (a data race). Plain Flight DoPuts are
 // not drained: their clients may wait for each batch's PutResult.
-func (s *Service) drainPut(stream flight.FlightService_DoPutServer) {
+func (s *Service) drainPut(stream putReceiver) {
 	done := make(chan struct{})
 	stop := make(chan struct{})
 	go func() {

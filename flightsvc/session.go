@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/apron-db/apron/auth"
 )
 
 // Session options a client may set (SetSessionOptions): what the JDBC
@@ -51,9 +53,10 @@ type sessionStore struct {
 }
 
 type storedSession struct {
-	s    session.ServerSession
-	host string
-	used time.Time
+	s     session.ServerSession
+	host  string
+	owner string // the token id that made it ("" without authentication)
+	used  time.Time
 }
 
 func newSessionStore(log *slog.Logger) *sessionStore {
@@ -89,6 +92,17 @@ func (st *sessionStore) holds(id string) bool {
 	return ok
 }
 
+// owner is the token id a held session belongs to.
+func (st *sessionStore) owner(id string) (string, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e, ok := st.mu.m[id]
+	if !ok {
+		return "", false
+	}
+	return e.owner, true
+}
+
 // Put does nothing: a new session is stored by keep, once it has options.
 func (st *sessionStore) Put(session.ServerSession) error { return nil }
 
@@ -99,10 +113,10 @@ func (st *sessionStore) Remove(id string) error {
 	return nil
 }
 
-// keep stores s, of a client on host (or refreshes it), dropping expired
-// sessions and, past the bounds, the least recently used one of the host,
-// or of all.
-func (st *sessionStore) keep(s session.ServerSession, host string) {
+// keep stores s, of a client on host with the token owner (or refreshes
+// it), dropping expired sessions and, past the bounds, the least recently
+// used one of the host, or of all.
+func (st *sessionStore) keep(s session.ServerSession, host, owner string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := time.Now()
@@ -143,7 +157,7 @@ func (st *sessionStore) keep(s session.ServerSession, host string) {
 			st.log.Warn("session store full: dropped the least recently used session", "max", st.max)
 		}
 	}
-	st.mu.m[s.Token()] = &storedSession{s: s, host: host, used: now}
+	st.mu.m[s.Token()] = &storedSession{s: s, host: host, owner: owner, used: now}
 }
 
 // flightServicePrefix is the gRPC method prefix of the Flight service;
@@ -244,7 +258,7 @@ func (s *SQLServer) SetSessionOptions(ctx context.Context, req *flight.SetSessio
 			res.Errors[name] = sessionError(flightpb.SetSessionOptionsResult_INVALID_NAME)
 		}
 	}
-	s.sessions.keep(sess, peerHost(ctx))
+	s.sessions.keep(sess, hostKey(ctx), auth.FromContext(ctx).ID())
 	return res, nil
 }
 

@@ -20,9 +20,9 @@ func TestSessionStorePerHost(t *testing.T) {
 		}
 		return s
 	}
-	st.keep(newSession("other"), "10.0.0.2")
+	st.keep(newSession("other"), "10.0.0.2", "")
 	for i := range 20 {
-		st.keep(newSession(fmt.Sprint("flood", i)), "10.0.0.1")
+		st.keep(newSession(fmt.Sprint("flood", i)), "10.0.0.1", "")
 	}
 	if _, ok := st.mu.m["other"]; !ok {
 		t.Error("another host's session was pushed out")

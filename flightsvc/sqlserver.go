@@ -13,6 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/query"
@@ -33,6 +36,11 @@ type Config struct {
 	// batch for that long (--query-idle-timeout), freeing its slot of
 	// --max-concurrent-queries; 0 never does.
 	QueryIdleTimeout time.Duration
+	// Auth checks the tokens of calls; nil runs without authentication
+	// (--without-auth): every call may do everything.
+	Auth *auth.Verifier
+	// Registerer takes the service's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // DefaultQueryIdleTimeout is the QueryIdleTimeout `apron serve` starts
@@ -51,6 +59,8 @@ type SQLServer struct {
 	sessions *sessionStore
 	prepared *preparedStore
 	running  *runningQueries
+	auth     *authenticator
+	verifier *auth.Verifier // nil: authentication off
 }
 
 // NewSQLServer returns the Flight SQL server over a write buffer and the
@@ -65,6 +75,8 @@ func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLSe
 	}
 	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(), idle: cfg.QueryIdleTimeout,
 		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries()}
+	s.auth = newAuthenticator(cfg.Auth, s.sessions, log, cfg.Registerer)
+	s.verifier = cfg.Auth
 	s.Alloc = s.mem
 	for id, v := range s.sqlInfo() {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
@@ -149,6 +161,10 @@ const ingestWindow = 4
 // in order, counts it and acknowledges it once durable; a client that waits
 // for each acknowledgement before sending more gets it without delay.
 func (s *SQLServer) ingest(ctx context.Context, db, table string, opts catalog.WriteOptions, rdr flight.MessageReader, ack func(buffer.WriteResult, int64) error) (int64, error) {
+	who := auth.FromContext(ctx)
+	if err := who.Write(db); err != nil {
+		return 0, err
+	}
 	pending := make(chan *buffer.PendingWrite, ingestWindow-1)
 	var (
 		total   int64 // owned by the waiter until done is closed
@@ -206,6 +222,11 @@ func (s *SQLServer) ingest(ctx context.Context, db, table string, opts catalog.W
 			db, table, batches+1, n, err)
 	}
 	for !failed.Load() && rdr.Next() {
+		// A token revoked (or expired) while the stream is open writes
+		// no further batch.
+		if err := who.Check(); err != nil {
+			return rejected(err)
+		}
 		if err := submit(rdr.RecordBatch()); err != nil {
 			return rejected(err)
 		}

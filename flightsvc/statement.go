@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/query"
 )
 
@@ -29,6 +31,9 @@ type statementTicket struct {
 	SQL      string `json:"sql"`
 	Database string `json:"database,omitempty"`
 	ID       string `json:"id"`
+	// Token is the id of the token the ticket was issued to; only that
+	// token may redeem or cancel it. Empty without authentication.
+	Token string `json:"token,omitempty"`
 }
 
 func decodeStatementTicket(handle []byte) (statementTicket, error) {
@@ -46,7 +51,7 @@ func (s *SQLServer) GetFlightInfoStatement(ctx context.Context, cmd flightsql.St
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	handle, err := json.Marshal(statementTicket{SQL: st.SQL, Database: st.Database, ID: rand.Text()})
+	handle, err := json.Marshal(statementTicket{SQL: st.SQL, Database: st.Database, ID: rand.Text(), Token: auth.FromContext(ctx).ID()})
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -102,6 +107,9 @@ func (s *SQLServer) DoGetStatement(ctx context.Context, tkt flightsql.StatementQ
 	t, err := decodeStatementTicket(tkt.GetStatementHandle())
 	if err != nil {
 		return nil, nil, statusOf(err)
+	}
+	if t.Token != auth.FromContext(ctx).ID() {
+		return nil, nil, statusOf(errNotOwner("ticket"))
 	}
 	qctx, done, err := s.running.start(ctx, statementKey(t.ID))
 	if err != nil {
@@ -267,7 +275,14 @@ func (s *SQLServer) stream(ctx context.Context, rdr array.RecordReader, done fun
 			pending, pendingRows, pendingBytes = pending[:0], 0, 0
 			return send(flight.StreamChunk{Data: out})
 		}
+		who := auth.FromContext(ctx)
 		for rdr.Next() {
+			// A token revoked (or expired) while its query streams gets
+			// no further batch.
+			if err := who.Check(); err != nil {
+				send(flight.StreamChunk{Err: statusOf(err)})
+				return
+			}
 			rec := rdr.RecordBatch()
 			n := rec.NumRows()
 			size := util.TotalRecordSize(rec)
@@ -399,7 +414,8 @@ func (r *runningQueries) cancel(key string, remember bool) bool {
 // CancelFlightInfo cancels the queries of a FlightInfo's endpoints: a
 // running DoGet of its ticket fails with CANCELLED, and a statement ticket
 // not yet fetched is refused from now on.
-func (s *SQLServer) CancelFlightInfo(_ context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+func (s *SQLServer) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	who := auth.FromContext(ctx).ID()
 	st := flight.CancelStatusNotCancellable
 	info := req.GetInfo()
 	if info == nil {
@@ -420,9 +436,17 @@ func (s *SQLServer) CancelFlightInfo(_ context.Context, req *flight.CancelFlight
 			if err != nil {
 				return flight.CancelFlightInfoResult{}, statusOf(err)
 			}
+			if t.Token != who {
+				return flight.CancelFlightInfoResult{}, statusOf(errNotOwner("ticket"))
+			}
 			s.running.cancel(statementKey(t.ID), true)
 			st = flight.CancelStatusCancelled
 		case *flightpb.CommandPreparedStatementQuery:
+			if _, p, err := s.prepared.get(m.GetPreparedStatementHandle(), who); errors.Is(err, auth.ErrPermissionDenied) {
+				return flight.CancelFlightInfoResult{}, statusOf(err)
+			} else if p != nil {
+				p.Release()
+			}
 			if s.running.cancel(preparedKey(m.GetPreparedStatementHandle()), false) {
 				st = flight.CancelStatusCancelled
 			}

@@ -107,46 +107,46 @@ func TestPreparedStorePerClient(t *testing.T) {
 	st := &query.Statement{SQL: "SELECT 1"}
 	var flood []string
 	for i := range 3 {
-		h, err := p.add("flooder", "h1", st)
+		h, err := p.add("flooder", "h1", "", st)
 		if err != nil {
 			t.Fatalf("add %d: %v", i, err)
 		}
 		flood = append(flood, h)
 		now = now.Add(time.Second) // flood[0] is the least recently used
 	}
-	_, err := p.add("flooder", "h1", st)
+	_, err := p.add("flooder", "h1", "", st)
 	if got := fmt.Sprint(statusOf(err)); !strings.Contains(got, "ResourceExhausted") || !strings.Contains(got, "others are not affected") {
 		t.Errorf("add past the client's bound: %v", got)
 	}
 	// Another client still prepares.
-	if _, err := p.add("other", "h2", st); err != nil {
+	if _, err := p.add("other", "h2", "", st); err != nil {
 		t.Fatalf("another client: %v", err)
 	}
-	if _, err := p.add("other", "h2", st); err != nil {
+	if _, err := p.add("other", "h2", "", st); err != nil {
 		t.Fatalf("another client: %v", err)
 	}
 	// The server is full (5): nothing idle long enough yet.
-	if _, err := p.add("third", "h3", st); err == nil {
+	if _, err := p.add("third", "h3", "", st); err == nil {
 		t.Fatal("add past the server's bound with nothing idle: accepted")
 	}
 	now = now.Add(2 * preparedEvictIdle)
-	h, err := p.add("third", "h3", st)
+	h, err := p.add("third", "h3", "", st)
 	if err != nil {
 		t.Fatalf("add past the server's bound with idle handles: %v", err)
 	}
 	// The flooder's oldest handle went.
-	if _, _, err := p.get([]byte(flood[0])); err == nil {
+	if _, _, err := p.get([]byte(flood[0]), ""); err == nil {
 		t.Error("the flooder's least recently used handle is still open")
 	}
-	if _, _, err := p.get([]byte(h)); err != nil {
+	if _, _, err := p.get([]byte(h), ""); err != nil {
 		t.Error(err)
 	}
 	// One host's clients together: at most perHost.
 	p.perHost, p.max = 3, 100
-	if _, err := p.add("another-conn-of-h2", "h2", st); err != nil {
+	if _, err := p.add("another-conn-of-h2", "h2", "", st); err != nil {
 		t.Fatalf("h2's third handle: %v", err)
 	}
-	_, err = p.add("yet-another-conn-of-h2", "h2", st)
+	_, err = p.add("yet-another-conn-of-h2", "h2", "", st)
 	if got := fmt.Sprint(statusOf(err)); !strings.Contains(got, "ResourceExhausted") || !strings.Contains(got, "this host") {
 		t.Errorf("add past the host's bound: %v", got)
 	}

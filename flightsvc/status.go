@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/query"
@@ -18,6 +19,12 @@ var codeRules = []struct {
 	err  error
 	code codes.Code
 }{
+	{auth.ErrUnauthenticated, codes.Unauthenticated},
+	{auth.ErrPermissionDenied, codes.PermissionDenied},
+	{auth.ErrInvalidRequest, codes.InvalidArgument},
+	{catalog.ErrTokenNotFound, codes.NotFound},
+	{catalog.ErrLastAdmin, codes.FailedPrecondition},
+	{catalog.ErrTooManyTokens, codes.ResourceExhausted},
 	{catalog.ErrInvalidName, codes.InvalidArgument},
 	{catalog.ErrInvalidSchema, codes.InvalidArgument},
 	{catalog.ErrUnsupportedType, codes.InvalidArgument},

@@ -340,7 +340,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	srv := startServerEnv(t, []string{"APRON_DATA_DIR=" + dir, "APRON_ADDR=127.0.0.1:0", "APRON_METRICS_ADDR=", "APRON_MAX_TABLES=1"},
+	srv := startServerEnv(t, []string{"APRON_DATA_DIR=" + dir, "APRON_ADDR=127.0.0.1:0", "APRON_METRICS_ADDR=", "APRON_MAX_TABLES=1", "APRON_WITHOUT_AUTH=true"},
 		[]string{"serve"}, dir)
 	c := sqlClient(t, srv.Addr, mem)
 	rec := idRecord(mem, 0, 1)

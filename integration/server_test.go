@@ -87,8 +87,15 @@ func readyAddr(m []string) string {
 	return m[2]
 }
 
-// serverArgs returns the command line of `apron serve` on dataDir.
+// serverArgs returns the command line of `apron serve` on dataDir,
+// without authentication (loopback only): the tests of everything but
+// authentication run as a local user would with --without-auth.
 func serverArgs(dataDir string, extra ...string) []string {
+	return append(authServerArgs(dataDir, "--without-auth"), extra...)
+}
+
+// authServerArgs is serverArgs with authentication on (the default).
+func authServerArgs(dataDir string, extra ...string) []string {
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--metrics-addr", "", "--data-dir", dataDir}
 	return append(args, extra...)
 }

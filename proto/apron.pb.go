@@ -173,7 +173,10 @@ type Ticket struct {
 	//
 	//	*Ticket_Buffer
 	//	*Ticket_Parquet
-	Kind          isTicket_Kind `protobuf_oneof:"kind"`
+	Kind isTicket_Kind `protobuf_oneof:"kind"`
+	// token_id is the id of the token the ticket was issued to (empty on a
+	// server without authentication): only that token may redeem it.
+	TokenId       string `protobuf:"bytes,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -231,6 +234,13 @@ func (x *Ticket) GetParquet() *ParquetTicket {
 		}
 	}
 	return nil
+}
+
+func (x *Ticket) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
 }
 
 type isTicket_Kind interface {
@@ -574,10 +584,11 @@ const file_apron_proto_rawDesc = "" +
 	"\x11PutResultMetadata\x12!\n" +
 	"\frows_written\x18\x01 \x01(\x03R\vrowsWritten\x12,\n" +
 	"\x12total_rows_written\x18\x02 \x01(\x03R\x10totalRowsWritten\x12\x1a\n" +
-	"\bsequence\x18\x03 \x01(\x04R\bsequence\"w\n" +
+	"\bsequence\x18\x03 \x01(\x04R\bsequence\"\x92\x01\n" +
 	"\x06Ticket\x120\n" +
 	"\x06buffer\x18\x01 \x01(\v2\x16.apron.v1.BufferTicketH\x00R\x06buffer\x123\n" +
-	"\aparquet\x18\x02 \x01(\v2\x17.apron.v1.ParquetTicketH\x00R\aparquetB\x06\n" +
+	"\aparquet\x18\x02 \x01(\v2\x17.apron.v1.ParquetTicketH\x00R\aparquet\x12\x19\n" +
+	"\btoken_id\x18\x03 \x01(\tR\atokenIdB\x06\n" +
 	"\x04kind\"_\n" +
 	"\fBufferTicket\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x14\n" +

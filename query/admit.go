@@ -10,6 +10,7 @@ import (
 
 	duck "github.com/duckdb/duckdb-go-bindings"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/catalog"
 )
 
@@ -50,6 +51,10 @@ type admitted struct {
 	databases []string
 	// cost is the binder's cost estimate (see bindCost).
 	cost int64
+	// who runs it: every database it reads was checked readable by it,
+	// and the system tables show it only rows of those it can read. nil
+	// without authentication.
+	who *auth.Principal
 }
 
 // maxIdleParsers bounds the parser connections kept for reuse.
@@ -66,7 +71,7 @@ func (e *Engine) admit(ctx context.Context, sql, database string) (*admitted, er
 		return nil, err
 	}
 	defer e.putParser(pc)
-	return e.admitOn(&conn{c: pc}, qualifySystem(sql), database)
+	return e.admitOn(&conn{c: pc}, qualifySystem(sql), database, auth.FromContext(ctx))
 }
 
 func (e *Engine) parser() (duck.Connection, error) {
@@ -113,14 +118,14 @@ func (e *Engine) closeParsers() {
 // admitOn decides whether sql may run with database current, parsing it
 // on c (whose search path does not matter: json_serialize_sql resolves no
 // name).
-func (e *Engine) admitOn(c *conn, sql, database string) (*admitted, error) {
+func (e *Engine) admitOn(c *conn, sql, database string, who *auth.Principal) (*admitted, error) {
 	if len(sql) > maxSQLBytes {
 		return nil, newError(ErrSyntax, "the statement is %d bytes; at most %d are accepted", len(sql), maxSQLBytes)
 	}
 	// json_serialize_sql only parses: DuckDB's statement extraction
 	// (duckdb_extract_statements) also runs pragmas, and IMPORT DATABASE
 	// reads files there, before anything could be checked.
-	a := &admitted{sql: sql}
+	a := &admitted{sql: sql, who: who}
 	tree, ok, err := serializeSelect(c, sql)
 	if err != nil {
 		return nil, err
@@ -139,7 +144,7 @@ func (e *Engine) admitOn(c *conn, sql, database string) (*admitted, error) {
 		a.sql, a.explain = prefix+inner, true
 	}
 	a.tree = tree
-	w := admitWalker{e: e, db: database, cat: e.wb.Catalog().Snapshot(), dbs: map[string]string{}}
+	w := admitWalker{e: e, db: database, cat: e.wb.Catalog().Snapshot(), dbs: map[string]string{}, who: who}
 	if err := w.check(tree); err != nil {
 		return nil, err
 	}
@@ -294,6 +299,7 @@ type admitWalker struct {
 	dbs  map[string]string
 	ctes map[string]bool
 	cost int64
+	who  *auth.Principal
 }
 
 func (w *admitWalker) check(tree map[string]any) error {
@@ -414,6 +420,11 @@ func (w *admitWalker) table(ref map[string]any) error {
 			// current database's table of that name, then.
 			if w.db != "" {
 				if _, ok := w.lookup(w.db, name); ok {
+					// Which DuckDB reads is its binder's choice: the
+					// table must be readable too.
+					if err := w.who.Read(w.db); err != nil {
+						return err
+					}
 					w.addDB(w.db)
 				}
 			}
@@ -430,6 +441,11 @@ func (w *admitWalker) table(ref map[string]any) error {
 		}
 		w.addDB(SystemSchema)
 		return nil
+	}
+	// Permission before existence: a token learns nothing of the
+	// tables of a database it may not read.
+	if err := w.who.Read(schema); err != nil {
+		return err
 	}
 	dbName, ok := w.lookupDB(schema)
 	if !ok {

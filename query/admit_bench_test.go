@@ -53,7 +53,7 @@ func BenchmarkBind(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			a, err := v.e.admitOn(&conn{c: pc}, sql, "")
+			a, err := v.e.admitOn(&conn{c: pc}, sql, "", nil)
 			cost := int64(-1)
 			if a != nil {
 				cost = a.cost

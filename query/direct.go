@@ -526,7 +526,7 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 	}
 	duck.DestroyPrepare(&stmt)
 	e.directScans.Add(1)
-	untrack := e.track(c.sql, c.schema)
+	untrack := e.track(c)
 	return e.newDirectReader(ctx, d, schema, e.wb.View(), func() {
 		untrack()
 		e.release(c)

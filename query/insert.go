@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	duck "github.com/duckdb/duckdb-go-bindings"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/catalog"
 )
 
@@ -219,6 +220,9 @@ func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBat
 		return 0, newError(ErrUnsupportedStatement, "only INSERT INTO … VALUES / SELECT is executed as an update; run queries as queries")
 	}
 	p := st.insert
+	if err := auth.FromContext(ctx).Write(p.db); err != nil {
+		return 0, err
+	}
 	rdr, err := e.run(ctx, p.castSQL, st.Database, st.Params.NumFields(), params)
 	if err != nil {
 		return 0, err

@@ -13,6 +13,7 @@ import (
 
 	duck "github.com/duckdb/duckdb-go-bindings"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 )
 
@@ -36,6 +37,9 @@ type queryState struct {
 	databases map[string]bool
 	// direct is set when the statement is a direct scan (direct.go).
 	direct *directScan
+	// who runs the query (admitted.who): the system tables show it only
+	// what it may see.
+	who *auth.Principal
 }
 
 func (q *queryState) close() {
@@ -67,7 +71,7 @@ func lowerKey(db, table string) buffer.TableKey {
 // is off for the query.
 func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	e.dropState(c.id)
-	qs := &queryState{databases: make(map[string]bool, len(a.databases))}
+	qs := &queryState{databases: make(map[string]bool, len(a.databases)), who: a.who}
 	for _, d := range a.databases {
 		qs.databases[strings.ToLower(d)] = true
 	}

@@ -40,7 +40,7 @@ type reader struct {
 // execute runs a prepared statement as a streaming query on c and returns
 // its reader, which owns stmt.
 func (e *Engine) execute(ctx context.Context, c *conn, stmt duck.PreparedStatement) (*reader, error) {
-	untrack := e.track(c.sql, c.schema)
+	untrack := e.track(c)
 	// Fetches of persisted files stop when the query's context ends.
 	stopLink := func() bool { return false }
 	if qs, ok := e.qstate.Load(c.id); ok {

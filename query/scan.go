@@ -32,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duck "github.com/duckdb/duckdb-go-bindings"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 )
 
@@ -267,7 +268,11 @@ func apron_scan_init(p unsafe.Pointer) {
 	}
 	g.ctx = context.Background()
 	if _, ok := systemTables[bd.key.Table]; ok && bd.key.Database == SystemSchema {
-		g.chunks = bd.e.systemChunk(bd.key.Table)
+		var who *auth.Principal
+		if bd.qs != nil {
+			who = bd.qs.who
+		}
+		g.chunks = bd.e.systemChunk(bd.key.Table, who)
 	} else {
 		view := (*buffer.View)(nil)
 		if bd.qs != nil {

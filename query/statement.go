@@ -86,6 +86,9 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	if st.Kind == KindInsert {
+		if err := a.who.Write(st.insert.db); err != nil {
+			return nil, err
+		}
 		st.Databases = withDatabase(st.Databases, st.insert.db)
 		st.Schema = emptySchema
 		if err := e.planInsert(st.insert, stmt); err != nil {

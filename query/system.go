@@ -12,7 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
 )
 
 // Catalog is the one catalog SQL sees, as Flight SQL names it.
@@ -28,9 +30,14 @@ const SystemSchema = "system"
 
 // A system table is read through apron_scan like any other table; its one
 // chunk is built when the scan starts, from the state of the server then.
+//
+// Each shows the token running the query only what it may see: rows of
+// the databases it can read; the segments (which span databases) only to
+// a token that can read them all; its own queries; the tokens only to
+// admins. Without authentication (who is nil) everything.
 type systemTable struct {
 	schema *arrow.Schema
-	build  func(e *Engine, b *array.RecordBuilder)
+	build  func(e *Engine, who *auth.Principal, b *array.RecordBuilder)
 }
 
 var tsType = &arrow.TimestampType{Unit: arrow.Nanosecond}
@@ -53,8 +60,11 @@ var (
 var systemTables = map[string]systemTable{
 	"databases": {
 		schema: arrow.NewSchema(fields("database_name", str, "database_id", u64, "tables", i64), nil),
-		build: func(e *Engine, b *array.RecordBuilder) {
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			for _, d := range e.wb.Catalog().Databases() {
+				if !who.CanRead(d.Name) {
+					continue
+				}
 				b.Field(0).(*array.StringBuilder).Append(d.Name)
 				b.Field(1).(*array.Uint64Builder).Append(d.ID)
 				b.Field(2).(*array.Int64Builder).Append(int64(len(d.Tables)))
@@ -63,8 +73,11 @@ var systemTables = map[string]systemTable{
 	},
 	"tables": {
 		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "table_id", u64, "columns", i64), nil),
-		build: func(e *Engine, b *array.RecordBuilder) {
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			for _, d := range e.wb.Catalog().Databases() {
+				if !who.CanRead(d.Name) {
+					continue
+				}
 				for _, t := range d.TableList() {
 					b.Field(0).(*array.StringBuilder).Append(d.Name)
 					b.Field(1).(*array.StringBuilder).Append(t.Name)
@@ -77,8 +90,11 @@ var systemTables = map[string]systemTable{
 	"columns": {
 		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "column_name", str,
 			"ordinal_position", i64, "data_type", str, "arrow_type", str), nil),
-		build: func(e *Engine, b *array.RecordBuilder) {
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			for _, d := range e.wb.Catalog().Databases() {
+				if !who.CanRead(d.Name) {
+					continue
+				}
 				for _, t := range d.TableList() {
 					for i, c := range t.Columns {
 						b.Field(0).(*array.StringBuilder).Append(d.Name)
@@ -96,7 +112,10 @@ var systemTables = map[string]systemTable{
 	"segments": {
 		schema: arrow.NewSchema(fields("segment_id", u64, "state", str, "start_time", tsType, "closed_time", tsType,
 			"rows", i64, "bytes", i64, "wal_file", str), nil),
-		build: func(e *Engine, b *array.RecordBuilder) {
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
+			if !who.CanRead(catalog.AllDatabases) {
+				return
+			}
 			// One View: each segment once, buffered or persisted.
 			v := e.wb.View()
 			defer v.Release()
@@ -132,9 +151,12 @@ var systemTables = map[string]systemTable{
 	"parquet_files": {
 		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "partition", str, "path", str, "uri", str,
 			"size", i64, "rows", i64, "min_time", tsType, "max_time", tsType, "segment_id", u64), nil),
-		build: func(e *Engine, b *array.RecordBuilder) {
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			for _, ps := range e.wb.Persisted() {
 				for _, f := range ps.Files {
+					if !who.CanRead(f.Database) {
+						continue
+					}
 					b.Field(0).(*array.StringBuilder).Append(f.Database)
 					b.Field(1).(*array.StringBuilder).Append(f.Table)
 					b.Field(2).(*array.StringBuilder).Append(f.Partition)
@@ -152,9 +174,12 @@ var systemTables = map[string]systemTable{
 	"queries": {
 		schema: arrow.NewSchema(fields("query_id", i64, "database_name", str, "query", str,
 			"start_time", tsType, "running_seconds", f64), nil),
-		build: func(e *Engine, b *array.RecordBuilder) {
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			now := time.Now()
 			for _, q := range e.runningQueries() {
+				if !who.Admin() && q.token != who.ID() {
+					continue
+				}
 				b.Field(0).(*array.Int64Builder).Append(q.id)
 				if q.database == "" {
 					b.Field(1).AppendNull()
@@ -167,14 +192,45 @@ var systemTables = map[string]systemTable{
 			}
 		},
 	},
+	"tokens": {
+		schema: arrow.NewSchema(fields("token_id", str, "description", str, "permissions", str, "created", tsType,
+			"expires", tsType, "last_used", tsType, "revoked", tsType, "created_by", str), nil),
+		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
+			if !who.Admin() {
+				return
+			}
+			appendTime := func(i int, t time.Time) {
+				if t.IsZero() {
+					b.Field(i).AppendNull()
+				} else {
+					b.Field(i).(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixNano()))
+				}
+			}
+			for _, t := range e.wb.Catalog().Snapshot().Tokens() {
+				b.Field(0).(*array.StringBuilder).Append(t.ID)
+				b.Field(1).(*array.StringBuilder).Append(t.Description)
+				b.Field(2).(*array.StringBuilder).Append(auth.PermissionString(t))
+				appendTime(3, t.Created)
+				appendTime(4, t.Expires)
+				appendTime(5, who.LastUsed(t.ID))
+				appendTime(6, t.Revoked)
+				if t.CreatedBy == "" {
+					b.Field(7).AppendNull()
+				} else {
+					b.Field(7).(*array.StringBuilder).Append(t.CreatedBy)
+				}
+			}
+		},
+	},
 }
 
-// systemChunk builds the one chunk of a system table, retained.
-func (e *Engine) systemChunk(name string) []buffer.Chunk {
+// systemChunk builds the one chunk of a system table as who sees it,
+// retained.
+func (e *Engine) systemChunk(name string, who *auth.Principal) []buffer.Chunk {
 	st := systemTables[name]
 	b := array.NewRecordBuilder(memory.DefaultAllocator, st.schema)
 	defer b.Release()
-	st.build(e, b)
+	st.build(e, who, b)
 	return []buffer.Chunk{{Rec: b.NewRecordBatch(), MinTime: math.MinInt64, MaxTime: math.MaxInt64}}
 }
 
@@ -184,13 +240,18 @@ type runningQuery struct {
 	database string
 	sql      string
 	start    time.Time
+	token    string // id of the token running it
 }
 
 var queryIDs atomic.Int64
 
-// track records a query as running until the returned func is called.
-func (e *Engine) track(sql, database string) func() {
-	q := &runningQuery{id: queryIDs.Add(1), database: database, sql: sql, start: time.Now()}
+// track records the query of c as running until the returned func is
+// called.
+func (e *Engine) track(c *conn) func() {
+	q := &runningQuery{id: queryIDs.Add(1), database: c.schema, sql: c.sql, start: time.Now()}
+	if qs, ok := e.qstate.Load(c.id); ok {
+		q.token = qs.(*queryState).who.ID()
+	}
 	e.running.Store(q.id, q)
 	return func() { e.running.Delete(q.id) }
 }

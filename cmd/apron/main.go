@@ -1,10 +1,13 @@
 // Command apron is the Apron server and, later, its client tools.
 //
 //	apron serve [flags]
+//	apron token create|list|revoke [flags]
 //
 // Every flag can also be set in the environment as APRON_<FLAG>, upper
 // case with dashes as underscores (APRON_DATA_DIR=/var/lib/apron); a flag
-// on the command line wins.
+// on the command line wins. Of the client commands (apron token), only
+// the connection flags (--host, --token, --tls-*, --timeout) are read from
+// the environment.
 package main
 
 import (
@@ -23,6 +26,8 @@ func main() {
 			fmt.Fprintln(os.Stderr, "apron:", err)
 			os.Exit(1)
 		}
+	case "token":
+		os.Exit(exitCode(tokenCommand(os.Args[2:], os.Stdout, os.Stderr), os.Stderr))
 	case "help", "-h", "--help":
 		usage()
 	default:
@@ -36,5 +41,6 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: apron <command> [flags]
 
 commands:
-  serve   run the server (apron serve -h lists its flags)`)
+  serve   run the server (apron serve -h lists its flags)
+  token   create, list and revoke API tokens (apron token -h)`)
 }

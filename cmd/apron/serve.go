@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/flightsvc"
@@ -42,6 +45,8 @@ type serveFlags struct {
 	sqlCfg              flightsvc.Config
 	gogc                int
 	gogcGiven           bool // by flag or APRON_GOGC
+	auth                authFlags
+	tls                 tlsFlags
 }
 
 func parseServeFlags(args []string) (*serveFlags, error) {
@@ -76,6 +81,8 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.IntVar(&f.gogc, "gogc", defaultGOGC, "Go's GC target percentage (as GOGC): the heap may grow this far past the live data between collections; a GOGC environment variable wins over the default")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may take before they are cut off")
+	f.auth.register(fs)
+	f.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -83,6 +90,12 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if err := applyEnv(fs); err != nil {
+		return nil, err
+	}
+	if err := f.auth.check(f.addr, f.metricsAddr); err != nil {
+		return nil, err
+	}
+	if err := f.tls.validate(); err != nil {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.gogcGiven = f.gogcGiven || fl.Name == "gogc" })
@@ -179,14 +192,35 @@ func serve(args []string) error {
 		}
 		return errors.Join(err, wb.Close())
 	}
+	verifier, err := f.auth.setup(wb, f.cfg.DataDir, log, os.Stderr)
+	if err != nil {
+		closeAll()
+		return err
+	}
 	f.sqlCfg.Logger = log
+	f.sqlCfg.Auth = verifier
+	f.sqlCfg.Registerer = reg
 	sql, err := flightsvc.NewSQLServer(wb, eng, f.sqlCfg)
 	if err != nil {
 		closeAll()
 		return err
 	}
 	defer sql.Close()
-	srv, health := flightsvc.NewGRPCServer(flightsvc.NewService(sql))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var grpcOpts []grpc.ServerOption
+	var certs *tlsReloader
+	if f.tls.enabled() {
+		if certs, err = f.tls.load(log); err != nil {
+			closeAll()
+			return err
+		}
+		defer certs.watchSIGHUP(ctx)()
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(certs.grpcConfig())))
+	} else if !isLoopback(f.addr) {
+		log.Warn("serving on a network address without TLS: tokens and data travel in clear text; give --tls-cert and --tls-key", "addr", f.addr)
+	}
+	srv, health := flightsvc.NewGRPCServer(flightsvc.NewService(sql), grpcOpts...)
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		closeAll()
@@ -202,6 +236,9 @@ func serve(args []string) error {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		metricsAddr = ml.Addr().String()
+		if certs != nil {
+			ml = tls.NewListener(ml, certs.httpConfig())
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		// Go's profiles, as Prometheus serves them beside its metrics.
@@ -210,7 +247,7 @@ func serve(args []string) error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		metricsSrv = &http.Server{Handler: metricsAuth(verifier, f.metricsAddr, mux), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := metricsSrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server stopped", "err", err)
@@ -218,8 +255,6 @@ func serve(args []string) error {
 		}()
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
@@ -227,7 +262,7 @@ func serve(args []string) error {
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
 		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "max_value_size", f.cfg.MaxValueSize,
 		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir, "gogc", gogc, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
-		"startup", time.Since(start).Round(time.Millisecond))
+		"authentication", verifier != nil, "tls", certs != nil, "mtls", f.tls.clientCA != "", "startup", time.Since(start).Round(time.Millisecond))
 
 	select {
 	case err = <-served:
