@@ -3,11 +3,13 @@ package integration
 import (
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 )
 
@@ -135,5 +137,54 @@ func TestAuthMetrics(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s without a token: HTTP %d", p, resp.StatusCode)
 		}
+	}
+}
+
+// TestAuthTokenCLI: apron token create, list and revoke against the real
+// server, with the admin token from APRON_TOKEN; the made token works,
+// and once revoked fails.
+func TestAuthTokenCLI(t *testing.T) {
+	s := startAuthServer(t, t.TempDir())
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(apronBin, append([]string{"token"}, args...)...)
+		cmd.Env = append(os.Environ(), "APRON_HOST="+s.Addr, "APRON_TOKEN="+s.Admin)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := run("create", "--description", "cli", "--read", "a", "--write", "a")
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, errOut)
+	}
+	tok := strings.TrimSpace(out)
+	if !printedTokenRE.MatchString("  " + tok) {
+		t.Fatalf("create printed %q", out)
+	}
+	ctx := testCtx(t)
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	rec := idRecord(mem, 0, 2)
+	defer rec.Release()
+	sc := sqlClient(t, s.Addr, mem)
+	if _, err := sqlIngest(bearer(ctx, tok), sc, "a", "t", rec); err != nil {
+		t.Fatalf("the CLI's token: %v", err)
+	}
+	out, errOut, err = run("list")
+	if err != nil || !strings.Contains(out, "cli") || !strings.Contains(out, "read:a") {
+		t.Fatalf("list: %v\n%s%s", err, out, errOut)
+	}
+	id := tok[len("apron_") : len("apron_")+16]
+	if _, errOut, err = run("revoke", id); err != nil {
+		t.Fatalf("revoke: %v\n%s", err, errOut)
+	}
+	_, err = sqlIngest(bearer(ctx, tok), sc, "a", "t", rec)
+	wantCode(t, err, codes.Unauthenticated, "revoked")
+	// Without a token the CLI says what the server said.
+	cmd := exec.Command(apronBin, "token", "list", "--host", s.Addr)
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "UNAUTHENTICATED") {
+		t.Fatalf("list without a token: %v\n%s", err, b)
 	}
 }
