@@ -355,6 +355,7 @@ func TestAuthCrossDatabase(t *testing.T) {
 		"EXPLAIN ANALYZE SELECT * FROM b.t",
 		"DESCRIBE b.t",
 		"SUMMARIZE b.t",
+		"SHOW ALL TABLES",
 	} {
 		_, err := countSQL(actx, sc, q)
 		code, msg := grpcCode(err)
@@ -371,10 +372,15 @@ func TestAuthCrossDatabase(t *testing.T) {
 		wantCode(t, err, codes.PermissionDenied, "database")
 	}
 	// The current database is b: unqualified names resolve there.
-	if _, err := countSQL(metadata.AppendToOutgoingContext(actx, "database", "b"), sc, "SELECT * FROM t"); err == nil {
-		t.Error("SELECT * FROM t with current database b was allowed")
-	} else {
-		wantCode(t, err, codes.PermissionDenied, `"b"`)
+	for _, q := range []string{"SELECT * FROM t", "SHOW TABLES", "DESCRIBE t"} {
+		if _, err := countSQL(metadata.AppendToOutgoingContext(actx, "database", "b"), sc, q); err == nil {
+			t.Errorf("%s with current database b was allowed", q)
+		} else {
+			wantCode(t, err, codes.PermissionDenied, `"b"`)
+		}
+	}
+	if n, err := countSQL(metadata.AppendToOutgoingContext(actx, "database", "a"), sc, "SHOW TABLES"); err != nil || n != 1 {
+		t.Errorf("SHOW TABLES in a: %d rows, %v", n, err)
 	}
 	// What a may read works.
 	if n, err := countSQL(actx, sc, "SELECT * FROM a.t JOIN a.t AS u USING (id)"); err != nil || n != 10 {

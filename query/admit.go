@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -395,9 +396,17 @@ func (w *admitWalker) show(v map[string]any) error {
 		if w.db == "" {
 			return newError(ErrNotFound, "SHOW TABLES lists the current database's tables, and there is none: set one (a database header, or the session's schema), or use SHOW ALL TABLES")
 		}
+		if err := w.who.Read(w.db); err != nil {
+			return err
+		}
 		w.addDB(w.db)
 	case "__show_tables_expanded":
+		// DuckDB lists every database's tables: only for a token that
+		// may read them all.
 		for _, d := range w.cat.Databases() {
+			if !w.who.CanRead(d.Name) {
+				return fmt.Errorf("%w (SHOW ALL TABLES lists every database; system.tables lists those the token can read)", w.who.Read(d.Name))
+			}
 			w.addDB(d.Name)
 		}
 	default:
