@@ -217,8 +217,15 @@ func TestSaveSkipsUnchangedVersion(t *testing.T) {
 // TestGoldenFile pins the file format: a change to it shows up as a diff
 // of testdata/catalog_v1.golden.json. Regenerate with APRON_UPDATE_GOLDEN=1.
 func TestGoldenFile(t *testing.T) {
-	golden := filepath.Join("testdata", "catalog_v1.golden.json")
-	data, err := encodeSnapshot(sample(t).Snapshot())
+	checkGolden(t, "catalog_v1.golden.json", sample(t).Snapshot())
+}
+
+// checkGolden compares the encoding of s with testdata/name (rewriting it
+// with APRON_UPDATE_GOLDEN=1) and checks that the file still loads.
+func checkGolden(t *testing.T, name string, s *Snapshot) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	data, err := encodeSnapshot(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +241,6 @@ func TestGoldenFile(t *testing.T) {
 	if !bytes.Equal(data, want) {
 		t.Fatalf("encoding differs from %s; if intended, rerun with APRON_UPDATE_GOLDEN=1 and bump formatVersion if old servers would misread it\n%s", golden, data)
 	}
-	// And the golden file still loads.
 	if _, err := Load(golden, Limits{}); err != nil {
 		t.Fatal(err)
 	}

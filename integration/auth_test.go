@@ -50,6 +50,18 @@ func readInfo(ctx context.Context, c *flightsql.Client, info *flight.FlightInfo)
 	return n, nil
 }
 
+// readAll calls recv until the stream ends: nil at its end (EOF), else
+// the error (or err, the error of opening it).
+func readAll(err error, recv func() error) error {
+	for err == nil {
+		err = recv()
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
 // authCall is one RPC of the table test, and what it needs.
 type authCall struct {
 	name string
@@ -111,17 +123,7 @@ func authCalls(t *testing.T, addr string, mem memory.Allocator) []authCall {
 		{"PATH GetSchema", "read a", func(ctx context.Context) error { _, err := fc.GetSchema(ctx, path); return err }},
 		{"ListFlights", "any", func(ctx context.Context) error {
 			s, err := fc.ListFlights(ctx, &flight.Criteria{})
-			if err != nil {
-				return err
-			}
-			for {
-				if _, err := s.Recv(); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-			}
+			return readAll(err, func() error { _, err := s.Recv(); return err })
 		}},
 		{"GetCatalogs", "any", func(ctx context.Context) error { return drain(ctx)(sc.GetCatalogs(ctx)) }},
 		{"GetDBSchemas", "any", func(ctx context.Context) error {
@@ -146,17 +148,7 @@ func authCalls(t *testing.T, addr string, mem memory.Allocator) []authCall {
 		}},
 		{"ListActions", "any", func(ctx context.Context) error {
 			s, err := fc.ListActions(ctx, &flight.Empty{})
-			if err != nil {
-				return err
-			}
-			for {
-				if _, err := s.Recv(); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-			}
+			return readAll(err, func() error { _, err := s.Recv(); return err })
 		}},
 		{"apron.token.list", "admin", func(ctx context.Context) error {
 			_, err := tokenAction(ctx, fc, "", "apron.token.list", nil)
@@ -175,18 +167,10 @@ func authCalls(t *testing.T, addr string, mem memory.Allocator) []authCall {
 		}},
 		{"Handshake", "any", func(ctx context.Context) error {
 			s, err := fc.Handshake(ctx)
-			if err != nil {
-				return err
+			if err == nil {
+				err = s.CloseSend()
 			}
-			s.CloseSend()
-			for {
-				if _, err := s.Recv(); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-			}
+			return readAll(err, func() error { _, err := s.Recv(); return err })
 		}},
 	}
 }

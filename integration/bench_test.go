@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -190,66 +189,14 @@ func BenchmarkSmallWriters(b *testing.B) {
 	if metricsAddr == nil {
 		b.Fatalf("no metrics_addr in the ready line:\n%s", s.Stderr())
 	}
-	mem := memory.DefaultAllocator
-	recs := make([]arrow.RecordBatch, clients)
-	for i := range recs {
-		recs[i] = benchBatch(mem, i*rows, rows)
-	}
-	defer release(recs...)
-
-	type writer struct {
-		stream flight.FlightService_DoPutClient
-		w      *flight.Writer
-	}
-	ws := make([]writer, clients)
-	for i := range ws {
-		c := flightClient(b, s.Addr)
-		stream, err := c.DoPut(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := flight.NewRecordWriter(stream, ipc.WithSchema(benchSchema))
-		w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"bench", "small"}})
-		ws[i] = writer{stream, w}
-	}
 	perClient := max(1, b.N)
 	syncs0 := scrapeCounter(b, metricsAddr[1], "apron_wal_fsyncs_total")
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range perClient {
-				if err := ws[i].w.Write(recs[i]); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := ws[i].stream.Recv(); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	rowsPerSec, secs := smallWriters(b, s.Addr, context.Background(), clients, perClient)
 	syncs := scrapeCounter(b, metricsAddr[1], "apron_wal_fsyncs_total") - syncs0
 	total := float64(clients * perClient * rows)
-	b.ReportMetric(total/secs, "rows/s")
+	b.ReportMetric(rowsPerSec, "rows/s")
 	b.ReportMetric(syncs/secs, "fsyncs/s")
 	b.ReportMetric(total/syncs, "rows/fsync")
-	for _, w := range ws {
-		w.w.Close()
-		w.stream.CloseSend()
-	}
 }
 
 func scrapeCounter(tb testing.TB, addr, name string) float64 {
