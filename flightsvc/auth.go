@@ -204,13 +204,12 @@ func (a *authenticator) interceptors() (grpc.UnaryServerInterceptor, grpc.Stream
 		}
 		if token != "" && info.FullMethod == flightServicePrefix+"Handshake" {
 			// What the clients of Basic login read the bearer token from:
-			// arrow-go joins headers and trailers, the JDBC driver and
-			// pyarrow read headers.
-			md := metadata.Pairs(authorizationHeader, "Bearer "+token)
-			if err := ss.SetHeader(md); err != nil {
+			// the response headers. Not the trailer too: arrow-go's
+			// client middleware joins headers and trailers, and the ADBC
+			// driver then sends the token twice on every call.
+			if err := ss.SetHeader(metadata.Pairs(authorizationHeader, "Bearer "+token)); err != nil {
 				return err
 			}
-			ss.SetTrailer(md)
 		}
 		return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
 	}
@@ -238,14 +237,16 @@ func (s *contextStream) Context() context.Context { return s.ctx }
 
 // Handshake answers a Flight Handshake: the authenticator has checked the
 // credentials and put the bearer token in the response headers; the
-// stream's messages carry nothing Apron needs.
+// stream's messages carry nothing Apron needs, and it answers none.
+// (arrow-go's AuthenticateBasicToken reads the trailer after one Recv;
+// with a message there, that Recv returns it and the trailer is read
+// while gRPC still writes it, a data race; with none it returns EOF.)
 func (s *Service) Handshake(stream flight.FlightService_HandshakeServer) error {
 	for {
 		if _, err := stream.Recv(); err != nil {
-			break
+			return nil
 		}
 	}
-	return stream.Send(&flight.HandshakeResponse{})
 }
 
 // rateLimit lets one event through per interval and counts the others.

@@ -266,9 +266,9 @@ func TestAuthEveryRPC(t *testing.T) {
 }
 
 // TestAuthBasicLogin: a Handshake with Basic user:token answers the
-// bearer token in its headers (arrow-go's client joins headers and
-// trailers, as the JDBC driver and pyarrow read them); the user name is
-// ignored; a wrong password is UNAUTHENTICATED.
+// bearer token in its headers, where arrow-go's client, the JDBC driver
+// and pyarrow read it; the user name is ignored; a wrong password is
+// UNAUTHENTICATED.
 func TestAuthBasicLogin(t *testing.T) {
 	srv := startAuthServer(t, t.TempDir())
 	fc := flightClient(t, srv.Addr)
