@@ -207,73 +207,38 @@ func TestAuthADBCGoTLS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
-		rec := idRecord(mem, 0, 7)
-		n, err := adbcIngest(ctx, cn, "a", "t", "adbc.ingest.mode.create", rec)
-		rec.Release()
-		if err != nil || n != 7 {
-			t.Fatalf("ingest over TLS: %d rows, %v", n, err)
-		}
-		if c, err := adbcCount(ctx, cn, "SELECT count(*) FROM a.t"); err != nil || c != 7 {
-			t.Fatalf("count over TLS: %d, %v; want 7", c, err)
-		}
+		ingestAndCount(ctx, t, cn, "over TLS", 7, mem)
 
 		// Not trusting the CA: the system roots do not know it.
-		cn, err = adbcOpen(t, uri, bearerOpts(srv.Admin), mem)
-		if err == nil {
-			_, err = adbcCount(ctx, cn, "SELECT count(*) FROM a.t")
-		}
+		err = adbcOpenQuery(ctx, t, uri, bearerOpts(srv.Admin), "SELECT count(*) FROM a.t", mem)
 		expectADBC(t, "TLS without the CA", err, adbc.StatusIO, "certificate")
 
 		// Plaintext to the TLS port.
-		cn, err = adbcOpen(t, "grpc://"+srv.Addr, bearerOpts(srv.Admin), mem)
-		if err == nil {
-			_, err = adbcCount(ctx, cn, "SELECT count(*) FROM a.t")
-		}
+		err = adbcOpenQuery(ctx, t, "grpc://"+srv.Addr, bearerOpts(srv.Admin), "SELECT count(*) FROM a.t", mem)
 		expectADBC(t, "plaintext to the TLS server", err, adbc.StatusIO)
 
 		// TLS does not stand in for a token.
-		opts := tlsOpts(t, pki, false, "")
-		delete(opts, adbcflightsql.OptionAuthorizationHeader)
-		cn, err = adbcOpen(t, uri, opts, mem)
-		if err == nil {
-			_, err = adbcCount(ctx, cn, "SELECT count(*) FROM a.t")
-		}
+		err = adbcOpenQuery(ctx, t, uri, tlsOpts(t, pki, false, ""), "SELECT count(*) FROM a.t", mem)
 		expectADBC(t, "TLS without a token", err, adbc.StatusUnauthenticated, "no credentials")
 	})
 
 	t.Run("mtls", func(t *testing.T) {
 		srv := startAuthServer(t, t.TempDir(), pki.ServerFlags(true)...)
 		uri := "grpc+tls://" + srv.Addr
-		cn, err := adbcOpen(t, uri, tlsOpts(t, pki, false, srv.Admin), mem)
-		if err == nil {
-			_, err = adbcCount(ctx, cn, "SELECT 1")
-		}
+		err := adbcOpenQuery(ctx, t, uri, tlsOpts(t, pki, false, srv.Admin), "SELECT 1", mem)
 		// UNAVAILABLE; the message varies with when the client learns of
 		// the refusal (TLS 1.3: "certificate required", "broken pipe" or
 		// "connection reset").
 		expectADBC(t, "mTLS without a client certificate", err, adbc.StatusIO)
 
-		cn, err = adbcOpen(t, uri, tlsOpts(t, pki, true, srv.Admin), mem)
+		cn, err := adbcOpen(t, uri, tlsOpts(t, pki, true, srv.Admin), mem)
 		if err != nil {
 			t.Fatalf("open with the client certificate: %v", err)
 		}
-		rec := idRecord(mem, 0, 4)
-		n, err := adbcIngest(ctx, cn, "a", "t", "adbc.ingest.mode.create", rec)
-		rec.Release()
-		if err != nil || n != 4 {
-			t.Fatalf("ingest over mTLS: %d rows, %v", n, err)
-		}
-		if c, err := adbcCount(ctx, cn, "SELECT count(*) FROM a.t"); err != nil || c != 4 {
-			t.Fatalf("count over mTLS: %d, %v; want 4", c, err)
-		}
+		ingestAndCount(ctx, t, cn, "over mTLS", 4, mem)
 
 		// The client certificate does not stand in for a token.
-		opts := tlsOpts(t, pki, true, "")
-		delete(opts, adbcflightsql.OptionAuthorizationHeader)
-		cn, err = adbcOpen(t, uri, opts, mem)
-		if err == nil {
-			_, err = adbcCount(ctx, cn, "SELECT count(*) FROM a.t")
-		}
+		err = adbcOpenQuery(ctx, t, uri, tlsOpts(t, pki, true, ""), "SELECT count(*) FROM a.t", mem)
 		expectADBC(t, "mTLS without a token", err, adbc.StatusUnauthenticated, "no credentials")
 	})
 }
@@ -315,13 +280,7 @@ func TestAuthPython(t *testing.T) {
 		"APRON_TLS_CA="+pki.CA,
 		"APRON_TLS_ROWS=12",
 	)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("python auth client: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
-	t.Logf("python auth client:\n%s", out)
+	runClient(t, "python auth client", cmd)
 }
 
 // TestAuthJDBC runs testdata/JdbcAuthClient.java with the Flight SQL JDBC
@@ -360,13 +319,47 @@ func TestAuthJDBC(t *testing.T) {
 		secure.Addr, secure.Admin, "12",
 		mutual.Addr, mutual.Admin, "14",
 		pki.CA, pki.ClientCert, pki.ClientKey)
+	runClient(t, "JDBC auth client", cmd)
+}
+
+// runClient runs the client program cmd, whose output ends in "ok" when
+// all its checks passed, and logs the output.
+func runClient(t *testing.T, what string, cmd *exec.Cmd) {
+	t.Helper()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
-		t.Fatalf("JDBC auth client: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", what, err, out, stderr.String())
 	}
-	t.Logf("JDBC auth client:\n%s", out)
+	t.Logf("%s:\n%s", what, out)
+}
+
+// ingestAndCount creates table a.t with rows rows over cn and counts them
+// back; what says how cn connects, for the failures.
+func ingestAndCount(ctx context.Context, t testing.TB, cn adbc.Connection, what string, rows int64, mem memory.Allocator) {
+	t.Helper()
+	rec := idRecord(mem, 0, rows)
+	n, err := adbcIngest(ctx, cn, "a", "t", "adbc.ingest.mode.create", rec)
+	rec.Release()
+	if err != nil || n != rows {
+		t.Fatalf("ingest %s: %d rows, %v", what, n, err)
+	}
+	if c, err := adbcCount(ctx, cn, "SELECT count(*) FROM a.t"); err != nil || c != rows {
+		t.Fatalf("count %s: %d, %v; want %d", what, c, err, rows)
+	}
+}
+
+// adbcOpenQuery opens an ADBC connection to uri with opts and, if that
+// works, runs sql (a count) on it; it returns the error of whichever
+// failed, for the refusals the driver reports at either.
+func adbcOpenQuery(ctx context.Context, t testing.TB, uri string, opts map[string]string, sql string, mem memory.Allocator) error {
+	t.Helper()
+	cn, err := adbcOpen(t, uri, opts, mem)
+	if err == nil {
+		_, err = adbcCount(ctx, cn, sql)
+	}
+	return err
 }
 
 // seedTable creates table a.t with rows rows over ADBC at uri with the
@@ -389,10 +382,13 @@ func bearerOpts(token string) map[string]string {
 	return map[string]string{adbcflightsql.OptionAuthorizationHeader: "Bearer " + token}
 }
 
-// tlsOpts are the ADBC options of token over TLS trusting the test CA,
-// with the client certificate if mTLS.
+// tlsOpts are the ADBC options of token (none if "") over TLS trusting
+// the test CA, with the client certificate if mTLS.
 func tlsOpts(t testing.TB, pki *testPKI, mTLS bool, token string) map[string]string {
-	opts := bearerOpts(token)
+	opts := map[string]string{}
+	if token != "" {
+		opts = bearerOpts(token)
+	}
 	opts[adbcflightsql.OptionSSLRootCerts] = readFile(t, pki.CA)
 	if mTLS {
 		opts[adbcflightsql.OptionMTLSCertChain] = readFile(t, pki.ClientCert)

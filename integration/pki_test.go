@@ -1,11 +1,8 @@
 package integration
 
-// A throwaway PKI for TLS tests: a CA, a server certificate for 127.0.0.1,
-// ::1 and localhost, and a client certificate, as PEM files. Keys are
-// unencrypted PKCS#8 ("BEGIN PRIVATE KEY"): Go reads every PEM key format,
-// but the Java driver's Netty takes PKCS#8 only
-// (https://netty.io/wiki/sslcontextbuilder-and-private-key.html). ECDSA
-// P-256 keeps generation fast; Go, Java and gRPC C++ all take it.
+// A throwaway PKI for TLS tests (internal/testpki): a CA, a server
+// certificate for 127.0.0.1, ::1 and localhost, and a client certificate,
+// as PEM files with PKCS#8 keys.
 //
 // How each client is given these files, against a server started with
 // --tls-cert, --tls-key and (for mTLS) --tls-client-ca:
@@ -50,83 +47,39 @@ package integration
 // tls.X509KeyPair and CertPool.AppendCertsFromPEM.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/apron-db/apron/internal/testpki"
 )
 
 // testPKI holds the paths of its PEM files.
 type testPKI struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
 
-	caCert *x509.Certificate
-	client tls.Certificate
+	pki *testpki.PKI
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	dir := t.TempDir()
-	caKey := newPKIKey(t)
-	caTmpl := pkiTemplate(t, "apron integration CA")
-	caTmpl.IsCA = true
-	caTmpl.BasicConstraintsValid = true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
+	p := testpki.New(t, t.TempDir(), "apron integration")
+	return &testPKI{
+		CA:         p.CAFile,
+		ServerCert: p.ServerCertFile,
+		ServerKey:  p.ServerKeyFile,
+		ClientCert: p.ClientCertFile,
+		ClientKey:  p.ClientKeyFile,
+		pki:        p,
 	}
-	p := &testPKI{CA: writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)}
-	if p.caCert, err = x509.ParseCertificate(caDER); err != nil {
-		t.Fatal(err)
-	}
-
-	issue := func(cn string, usage x509.ExtKeyUsage, certFile, keyFile string) (string, string) {
-		key := newPKIKey(t)
-		tmpl := pkiTemplate(t, cn)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
-		if usage == x509.ExtKeyUsageServerAuth {
-			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-			tmpl.DNSNames = []string{"localhost"}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return writePEM(t, dir, certFile, "CERTIFICATE", der), writePEM(t, dir, keyFile, "PRIVATE KEY", k)
-	}
-	p.ServerCert, p.ServerKey = issue("apron integration server", x509.ExtKeyUsageServerAuth, "server.pem", "server-key.pem")
-	p.ClientCert, p.ClientKey = issue("apron integration client", x509.ExtKeyUsageClientAuth, "client.pem", "client-key.pem")
-	if p.client, err = tls.LoadX509KeyPair(p.ClientCert, p.ClientKey); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // CAPool trusts the PKI's CA, for a Go client's tls.Config RootCAs.
-func (p *testPKI) CAPool() *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.caCert)
-	return pool
-}
+func (p *testPKI) CAPool() *x509.CertPool { return p.pki.CAPool() }
 
 // ClientCertificate is the client certificate for a Go client's
 // tls.Config Certificates (mTLS).
-func (p *testPKI) ClientCertificate() tls.Certificate { return p.client }
+func (p *testPKI) ClientCertificate() tls.Certificate { return p.pki.Client }
 
 // ServerFlags are the apron serve flags of the PKI; with mTLS, clients
 // must present the client certificate.
@@ -136,36 +89,4 @@ func (p *testPKI) ServerFlags(mTLS bool) []string {
 		f = append(f, "--tls-client-ca", p.CA)
 	}
 	return f
-}
-
-func newPKIKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func pkiTemplate(t *testing.T, cn string) *x509.Certificate {
-	t.Helper()
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour), // tolerate clock skew
-		NotAfter:     time.Now().Add(24 * time.Hour),
-	}
-}
-
-func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -176,24 +176,24 @@ type tlsReloader struct {
 // grpcConfig is the Config of the gRPC listener:
 // grpc.Creds(credentials.NewTLS(r.grpcConfig())).
 func (r *tlsReloader) grpcConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: r.minVersion,
-		NextProtos: []string{"h2"},
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return r.state.Load().grpc, nil
-		},
-	}
+	return r.config("h2", func(s *tlsState) *tls.Config { return s.grpc })
 }
 
 // httpConfig is the Config of the metrics listener:
 // tls.NewListener(ln, r.httpConfig()). It never asks for a client
 // certificate, so scrapers need only trust the CA.
 func (r *tlsReloader) httpConfig() *tls.Config {
+	return r.config("http/1.1", func(s *tlsState) *tls.Config { return s.http })
+}
+
+// config is the Config of a listener that offers proto in ALPN: each
+// handshake gets of(the current tlsState).
+func (r *tlsReloader) config(proto string, of func(*tlsState) *tls.Config) *tls.Config {
 	return &tls.Config{
 		MinVersion: r.minVersion,
-		NextProtos: []string{"http/1.1"},
+		NextProtos: []string{proto},
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return r.state.Load().http, nil
+			return of(r.state.Load()), nil
 		},
 	}
 }

@@ -3,19 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"io"
 	"io/fs"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -31,133 +25,23 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/apron-db/apron/internal/testpki"
 )
 
-// testCA is a throwaway certificate authority.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T, cn string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          testSerial(t),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-func testSerial(t *testing.T) *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
-
-// issue signs a certificate for cn: a server one valid for 127.0.0.1, ::1
-// and localhost, or a client one. It returns the PEM certificate and PKCS#8
-// key.
-func (ca *testCA) issue(t *testing.T, cn string, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: testSerial(t),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})
-}
-
-// clientPair is a client certificate of ca as a Go client uses it.
-func (ca *testCA) clientPair(t *testing.T, cn string) tls.Certificate {
-	t.Helper()
-	c, k := ca.issue(t, cn, false)
-	pair, err := tls.X509KeyPair(c, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair
-}
-
 // tlsFixture is a CA with a server certificate and a client certificate,
-// the CA and the server's files written to a temp dir.
-type tlsFixture struct {
-	ca                        *testCA
-	dir                       string
-	caFile, certFile, keyFile string
-	client                    tls.Certificate
-}
+// written to a temp dir.
+type tlsFixture struct{ *testpki.PKI }
 
 func newTLSFixture(t *testing.T) *tlsFixture {
 	t.Helper()
-	f := &tlsFixture{ca: newTestCA(t, "apron test CA"), dir: t.TempDir()}
-	f.caFile = writeTestFile(t, f.dir, "ca.pem", f.ca.pem)
-	c, k := f.ca.issue(t, "apron test server", true)
-	f.certFile = writeTestFile(t, f.dir, "server.pem", c)
-	f.keyFile = writeTestFile(t, f.dir, "server-key.pem", k)
-	f.client = f.ca.clientPair(t, "apron test client")
-	return f
-}
-
-func writeTestFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return &tlsFixture{testpki.New(t, t.TempDir(), "apron test")}
 }
 
 func (f *tlsFixture) flags(mTLS bool) tlsFlags {
-	tf := tlsFlags{cert: f.certFile, key: f.keyFile, minVersion: "1.2"}
+	tf := tlsFlags{cert: f.ServerCertFile, key: f.ServerKeyFile, minVersion: "1.2"}
 	if mTLS {
-		tf.clientCA = f.caFile
+		tf.clientCA = f.CAFile
 	}
 	return tf
 }
@@ -173,7 +57,7 @@ func (f *tlsFixture) load(t *testing.T, tf tlsFlags) *tlsReloader {
 
 // clientConfig trusts the fixture's CA and offers h2 as gRPC clients do.
 func (f *tlsFixture) clientConfig(certs ...tls.Certificate) *tls.Config {
-	return &tls.Config{RootCAs: f.ca.pool(), NextProtos: []string{"h2"}, Certificates: certs}
+	return &tls.Config{RootCAs: f.CAPool(), NextProtos: []string{"h2"}, Certificates: certs}
 }
 
 // serveTLS accepts TLS connections with cfg on a loopback port. Each gets a
@@ -234,10 +118,9 @@ func mustHandshake(t *testing.T, addr string, cfg *tls.Config) tls.ConnectionSta
 
 func TestTLSFlagsValidate(t *testing.T) {
 	f := newTLSFixture(t)
-	garbage := writeTestFile(t, f.dir, "garbage.pem", []byte("not PEM at all\n"))
-	missing := filepath.Join(f.dir, "missing.pem")
-	_, otherKey := f.ca.issue(t, "other", true)
-	otherKeyFile := writeTestFile(t, f.dir, "other-key.pem", otherKey)
+	garbage := testpki.WriteFile(t, f.Dir, "garbage.pem", []byte("not PEM at all\n"))
+	missing := filepath.Join(f.Dir, "missing.pem")
+	otherKeyFile := testpki.WriteFile(t, f.Dir, "other-key.pem", f.CA.Server(t, "other").KeyPEM)
 	for _, tc := range []struct {
 		name  string
 		flags tlsFlags
@@ -246,18 +129,18 @@ func TestTLSFlagsValidate(t *testing.T) {
 	}{
 		{name: "off", flags: tlsFlags{minVersion: "1.2"}},
 		{name: "ok", flags: f.flags(false)},
-		{name: "ok mTLS 1.3", flags: tlsFlags{cert: f.certFile, key: f.keyFile, clientCA: f.caFile, minVersion: "1.3"}},
-		{name: "cert without key", flags: tlsFlags{cert: f.certFile, minVersion: "1.2"}, want: []string{"--tls-cert", "--tls-key"}},
-		{name: "key without cert", flags: tlsFlags{key: f.keyFile, minVersion: "1.2"}, want: []string{"--tls-key", "--tls-cert"}},
-		{name: "client CA without cert", flags: tlsFlags{clientCA: f.caFile, minVersion: "1.2"}, want: []string{"--tls-client-ca", "--tls-cert"}},
-		{name: "missing cert", flags: tlsFlags{cert: missing, key: f.keyFile, minVersion: "1.2"}, want: []string{"--tls-cert", missing}, is: fs.ErrNotExist},
-		{name: "missing key", flags: tlsFlags{cert: f.certFile, key: missing, minVersion: "1.2"}, want: []string{"--tls-key", missing}, is: fs.ErrNotExist},
-		{name: "missing client CA", flags: tlsFlags{cert: f.certFile, key: f.keyFile, clientCA: missing, minVersion: "1.2"}, want: []string{"--tls-client-ca", missing}, is: fs.ErrNotExist},
-		{name: "garbage cert", flags: tlsFlags{cert: garbage, key: f.keyFile, minVersion: "1.2"}, want: []string{"--tls-cert " + garbage, "PEM"}},
-		{name: "garbage key", flags: tlsFlags{cert: f.certFile, key: garbage, minVersion: "1.2"}, want: []string{"--tls-key " + garbage, "PEM"}},
-		{name: "key of another cert", flags: tlsFlags{cert: f.certFile, key: otherKeyFile, minVersion: "1.2"}, want: []string{"--tls-key " + otherKeyFile, "does not match"}},
-		{name: "garbage client CA", flags: tlsFlags{cert: f.certFile, key: f.keyFile, clientCA: garbage, minVersion: "1.2"}, want: []string{"--tls-client-ca " + garbage}, is: errNoCACert},
-		{name: "min version 1.1", flags: tlsFlags{cert: f.certFile, key: f.keyFile, minVersion: "1.1"}, want: []string{"--tls-min-version", `"1.1"`, "1.2 or 1.3"}},
+		{name: "ok mTLS 1.3", flags: tlsFlags{cert: f.ServerCertFile, key: f.ServerKeyFile, clientCA: f.CAFile, minVersion: "1.3"}},
+		{name: "cert without key", flags: tlsFlags{cert: f.ServerCertFile, minVersion: "1.2"}, want: []string{"--tls-cert", "--tls-key"}},
+		{name: "key without cert", flags: tlsFlags{key: f.ServerKeyFile, minVersion: "1.2"}, want: []string{"--tls-key", "--tls-cert"}},
+		{name: "client CA without cert", flags: tlsFlags{clientCA: f.CAFile, minVersion: "1.2"}, want: []string{"--tls-client-ca", "--tls-cert"}},
+		{name: "missing cert", flags: tlsFlags{cert: missing, key: f.ServerKeyFile, minVersion: "1.2"}, want: []string{"--tls-cert", missing}, is: fs.ErrNotExist},
+		{name: "missing key", flags: tlsFlags{cert: f.ServerCertFile, key: missing, minVersion: "1.2"}, want: []string{"--tls-key", missing}, is: fs.ErrNotExist},
+		{name: "missing client CA", flags: tlsFlags{cert: f.ServerCertFile, key: f.ServerKeyFile, clientCA: missing, minVersion: "1.2"}, want: []string{"--tls-client-ca", missing}, is: fs.ErrNotExist},
+		{name: "garbage cert", flags: tlsFlags{cert: garbage, key: f.ServerKeyFile, minVersion: "1.2"}, want: []string{"--tls-cert " + garbage, "PEM"}},
+		{name: "garbage key", flags: tlsFlags{cert: f.ServerCertFile, key: garbage, minVersion: "1.2"}, want: []string{"--tls-key " + garbage, "PEM"}},
+		{name: "key of another cert", flags: tlsFlags{cert: f.ServerCertFile, key: otherKeyFile, minVersion: "1.2"}, want: []string{"--tls-key " + otherKeyFile, "does not match"}},
+		{name: "garbage client CA", flags: tlsFlags{cert: f.ServerCertFile, key: f.ServerKeyFile, clientCA: garbage, minVersion: "1.2"}, want: []string{"--tls-client-ca " + garbage}, is: errNoCACert},
+		{name: "min version 1.1", flags: tlsFlags{cert: f.ServerCertFile, key: f.ServerKeyFile, minVersion: "1.1"}, want: []string{"--tls-min-version", `"1.1"`, "1.2 or 1.3"}},
 		{name: "min version empty", flags: tlsFlags{minVersion: ""}, want: []string{"--tls-min-version"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,15 +182,15 @@ func TestTLSFlagsRegister(t *testing.T) {
 			t.Errorf("--%s help %q does not mention SIGHUP", name, u)
 		}
 	}
-	t.Setenv("APRON_TLS_CERT", f.certFile)
+	t.Setenv("APRON_TLS_CERT", f.ServerCertFile)
 	t.Setenv("APRON_TLS_MIN_VERSION", "1.3")
-	if err := fs.Parse([]string{"--tls-key", f.keyFile}); err != nil {
+	if err := fs.Parse([]string{"--tls-key", f.ServerKeyFile}); err != nil {
 		t.Fatal(err)
 	}
 	if err := applyEnv(fs); err != nil {
 		t.Fatal(err)
 	}
-	if !tf.enabled() || tf.cert != f.certFile || tf.key != f.keyFile || tf.minVersion != "1.3" {
+	if !tf.enabled() || tf.cert != f.ServerCertFile || tf.key != f.ServerKeyFile || tf.minVersion != "1.3" {
 		t.Fatalf("flags %+v", tf)
 	}
 	if err := tf.validate(); err != nil {
@@ -332,14 +215,14 @@ func TestTLSHandshake(t *testing.T) {
 	mustHandshake(t, addr, byName)
 
 	// A client that does not trust the CA refuses the server.
-	_, err := handshake(addr, &tls.Config{NextProtos: []string{"h2"}, RootCAs: newTestCA(t, "other CA").pool()})
+	_, err := handshake(addr, &tls.Config{NextProtos: []string{"h2"}, RootCAs: testpki.NewCA(t, "other CA").Pool()})
 	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
 		t.Errorf("client trusting another CA: %v, want an unknown authority error", err)
 	}
 
 	httpAddr := serveTLS(t, r.httpConfig())
-	st = mustHandshake(t, httpAddr, &tls.Config{RootCAs: f.ca.pool(), NextProtos: []string{"h2", "http/1.1"}})
+	st = mustHandshake(t, httpAddr, &tls.Config{RootCAs: f.CAPool(), NextProtos: []string{"h2", "http/1.1"}})
 	if st.NegotiatedProtocol != "http/1.1" {
 		t.Errorf("metrics ALPN %q, want http/1.1", st.NegotiatedProtocol)
 	}
@@ -349,7 +232,7 @@ func TestTLSClientCA(t *testing.T) {
 	f := newTLSFixture(t)
 	r := f.load(t, f.flags(true))
 	addr := serveTLS(t, r.grpcConfig())
-	stranger := newTestCA(t, "other CA").clientPair(t, "stranger")
+	stranger := testpki.NewCA(t, "other CA").Client(t, "stranger").TLS(t)
 	for _, maxVersion := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		t.Run(tls.VersionName(maxVersion), func(t *testing.T) {
 			cfg := func(certs ...tls.Certificate) *tls.Config {
@@ -363,13 +246,13 @@ func TestTLSClientCA(t *testing.T) {
 			if _, err := handshake(addr, cfg(stranger)); err == nil {
 				t.Error("client with a certificate of another CA was let in")
 			}
-			if st := mustHandshake(t, addr, cfg(f.client)); st.Version != maxVersion {
+			if st := mustHandshake(t, addr, cfg(f.Client)); st.Version != maxVersion {
 				t.Errorf("version %s", tls.VersionName(st.Version))
 			}
 		})
 	}
 	// The metrics listener asks for no client certificate.
-	mustHandshake(t, serveTLS(t, r.httpConfig()), &tls.Config{RootCAs: f.ca.pool()})
+	mustHandshake(t, serveTLS(t, r.httpConfig()), &tls.Config{RootCAs: f.CAPool()})
 }
 
 func TestTLSMinVersion13(t *testing.T) {
@@ -380,30 +263,15 @@ func TestTLSMinVersion13(t *testing.T) {
 	for name, cfg := range map[string]*tls.Config{"grpc": r.grpcConfig(), "http": r.httpConfig()} {
 		t.Run(name, func(t *testing.T) {
 			addr := serveTLS(t, cfg)
-			old := &tls.Config{RootCAs: f.ca.pool(), MaxVersion: tls.VersionTLS12}
+			old := &tls.Config{RootCAs: f.CAPool(), MaxVersion: tls.VersionTLS12}
 			if _, err := handshake(addr, old); err == nil {
 				t.Error("a TLS 1.2 client was let in")
 			}
-			if st := mustHandshake(t, addr, &tls.Config{RootCAs: f.ca.pool()}); st.Version != tls.VersionTLS13 {
+			if st := mustHandshake(t, addr, &tls.Config{RootCAs: f.CAPool()}); st.Version != tls.VersionTLS13 {
 				t.Errorf("version %s", tls.VersionName(st.Version))
 			}
 		})
 	}
-}
-
-// rotate writes a new server certificate and key over the fixture's files
-// and returns the new certificate's serial.
-func (f *tlsFixture) rotate(t *testing.T, cn string) *big.Int {
-	t.Helper()
-	c, k := f.ca.issue(t, cn, true)
-	writeTestFile(t, f.dir, "server.pem", c)
-	writeTestFile(t, f.dir, "server-key.pem", k)
-	b, _ := pem.Decode(c)
-	cert, err := x509.ParseCertificate(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert.SerialNumber
 }
 
 func TestTLSReload(t *testing.T) {
@@ -413,19 +281,19 @@ func TestTLSReload(t *testing.T) {
 	httpAddr := serveTLS(t, r.httpConfig())
 	first := mustHandshake(t, addr, f.clientConfig()).PeerCertificates[0]
 
-	serial := f.rotate(t, "apron test server 2")
+	serial := f.RotateServer(t, "apron test server 2").SerialNumber
 	if err := r.reload(); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range []string{addr, httpAddr} {
-		got := mustHandshake(t, a, &tls.Config{RootCAs: f.ca.pool()}).PeerCertificates[0]
+		got := mustHandshake(t, a, &tls.Config{RootCAs: f.CAPool()}).PeerCertificates[0]
 		if got.SerialNumber.Cmp(serial) != 0 || got.Subject.CommonName != "apron test server 2" {
 			t.Errorf("%s after reload: serial %x %q, want %x (before: %x)", a, got.SerialNumber, got.Subject.CommonName, serial, first.SerialNumber)
 		}
 	}
 
 	// A failed reload keeps the certificate it had.
-	writeTestFile(t, f.dir, "server.pem", []byte("-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n"))
+	testpki.WriteFile(t, f.Dir, "server.pem", []byte("-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n"))
 	err := r.reload()
 	if err == nil || !strings.Contains(err.Error(), "--tls-cert") {
 		t.Fatalf("reload of a garbage certificate: %v", err)
@@ -440,17 +308,17 @@ func TestTLSReloadClientCA(t *testing.T) {
 	f := newTLSFixture(t)
 	r := f.load(t, f.flags(true))
 	addr := serveTLS(t, r.grpcConfig())
-	mustHandshake(t, addr, f.clientConfig(f.client))
+	mustHandshake(t, addr, f.clientConfig(f.Client))
 
-	ca2 := newTestCA(t, "apron test CA 2")
-	writeTestFile(t, f.dir, "ca.pem", ca2.pem)
+	ca2 := testpki.NewCA(t, "apron test CA 2")
+	testpki.WriteFile(t, f.Dir, "ca.pem", ca2.PEM)
 	if err := r.reload(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := handshake(addr, f.clientConfig(f.client)); err == nil {
+	if _, err := handshake(addr, f.clientConfig(f.Client)); err == nil {
 		t.Error("client of the replaced CA was let in")
 	}
-	mustHandshake(t, addr, f.clientConfig(ca2.clientPair(t, "client 2")))
+	mustHandshake(t, addr, f.clientConfig(ca2.Client(t, "client 2").TLS(t)))
 }
 
 // syncBuffer is a log sink the watcher goroutine and the test share.
@@ -493,7 +361,7 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 			}
 		}
 	}
-	serial := f.rotate(t, "apron test server 2")
+	serial := f.RotateServer(t, "apron test server 2").SerialNumber
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +373,7 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 		t.Errorf("reload log lacks the subject:\n%s", logs.String())
 	}
 
-	writeTestFile(t, f.dir, "server-key.pem", []byte("garbage"))
+	testpki.WriteFile(t, f.Dir, "server-key.pem", []byte("garbage"))
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -547,10 +415,10 @@ func TestTLSGRPCAndHTTP(t *testing.T) {
 		_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
 		return err
 	}
-	if err := check(&tls.Config{RootCAs: f.ca.pool(), Certificates: []tls.Certificate{f.client}}); err != nil {
+	if err := check(&tls.Config{RootCAs: f.CAPool(), Certificates: []tls.Certificate{f.Client}}); err != nil {
 		t.Fatalf("gRPC with the client certificate: %v", err)
 	}
-	if err := check(&tls.Config{RootCAs: f.ca.pool()}); err == nil {
+	if err := check(&tls.Config{RootCAs: f.CAPool()}); err == nil {
 		t.Error("gRPC without a client certificate was let in")
 	}
 
@@ -561,7 +429,7 @@ func TestTLSGRPCAndHTTP(t *testing.T) {
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })}
 	go func() { _ = hs.Serve(tls.NewListener(hl, r.httpConfig())) }()
 	defer hs.Close()
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.ca.pool()}}, Timeout: 10 * time.Second}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.CAPool()}}, Timeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Get("https://localhost:" + strconv.Itoa(hl.Addr().(*net.TCPAddr).Port) + "/")
 	if err != nil {

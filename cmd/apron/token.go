@@ -285,13 +285,7 @@ func tokenCreate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cl, ctx, cancel, err := f.client.connect(context.Background(), stderr)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	defer cancel()
-	results, err := f.client.doAction(ctx, cl, actionTokenCreate, body)
+	results, err := f.client.action(stderr, actionTokenCreate, body)
 	if err != nil {
 		return err
 	}
@@ -308,16 +302,38 @@ func tokenCreate(args []string, stdout, stderr io.Writer) error {
 	return printCreated(&ct, results[0], f.json, stdout, stderr)
 }
 
+// action connects to the server, runs the Flight action typ with body and
+// returns the bodies of its results, as doAction; the connection is closed
+// when it returns.
+func (c *clientFlags) action(stderr io.Writer, typ string, body []byte) ([][]byte, error) {
+	cl, ctx, cancel, err := c.connect(context.Background(), stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	defer cancel()
+	return c.doAction(ctx, cl, typ, body)
+}
+
+// printJSONLines prints the results of the action typ on stdout, each
+// compacted on a line of its own, and nothing if one is not JSON.
+func printJSONLines(stdout io.Writer, typ string, results ...[]byte) error {
+	var buf bytes.Buffer
+	for _, r := range results {
+		if err := json.Compact(&buf, r); err != nil {
+			return fmt.Errorf("%s answered invalid JSON: %w", typ, err)
+		}
+		buf.WriteByte('\n')
+	}
+	_, err := stdout.Write(buf.Bytes())
+	return err
+}
+
 // printCreated prints a new token: alone on stdout (or raw, the whole JSON
 // answer, with --json), and a note on stderr.
 func printCreated(ct *createdToken, raw []byte, asJSON bool, stdout, stderr io.Writer) error {
 	if asJSON {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return fmt.Errorf("%s answered invalid JSON: %w", actionTokenCreate, err)
-		}
-		buf.WriteByte('\n')
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
+		if err := printJSONLines(stdout, actionTokenCreate, raw); err != nil {
 			return err
 		}
 	} else if _, err := fmt.Fprintln(stdout, ct.Token); err != nil {
@@ -423,13 +439,7 @@ func tokenList(args []string, stdout, stderr io.Writer) error {
 	if err := c.applyEnv(fs); err != nil {
 		return err
 	}
-	cl, ctx, cancel, err := c.connect(context.Background(), stderr)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	defer cancel()
-	results, err := c.doAction(ctx, cl, actionTokenList, nil)
+	results, err := c.action(stderr, actionTokenList, nil)
 	if err != nil {
 		return err
 	}
@@ -440,15 +450,7 @@ func tokenList(args []string, stdout, stderr io.Writer) error {
 // asJSON each result compacted on a line of its own.
 func printTokenList(results [][]byte, asJSON bool, now time.Time, stdout io.Writer) error {
 	if asJSON {
-		var buf bytes.Buffer
-		for _, r := range results {
-			if err := json.Compact(&buf, r); err != nil {
-				return fmt.Errorf("%s answered invalid JSON: %w", actionTokenList, err)
-			}
-			buf.WriteByte('\n')
-		}
-		_, err := stdout.Write(buf.Bytes())
-		return err
+		return printJSONLines(stdout, actionTokenList, results...)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tDESCRIPTION\tPERMISSIONS\tCREATED\tEXPIRES\tLAST USED\tSTATUS")
@@ -563,13 +565,7 @@ func tokenRevoke(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cl, ctx, cancel, err := c.connect(context.Background(), stderr)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	defer cancel()
-	results, err := c.doAction(ctx, cl, actionTokenRevoke, body)
+	results, err := c.action(stderr, actionTokenRevoke, body)
 	if err != nil {
 		return err
 	}
@@ -577,13 +573,7 @@ func tokenRevoke(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s answered %d results, want 1", actionTokenRevoke, len(results))
 	}
 	if asJSON {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, results[0]); err != nil {
-			return fmt.Errorf("%s answered invalid JSON: %w", actionTokenRevoke, err)
-		}
-		buf.WriteByte('\n')
-		_, err := stdout.Write(buf.Bytes())
-		return err
+		return printJSONLines(stdout, actionTokenRevoke, results[0])
 	}
 	var rt revokedToken
 	if err := json.Unmarshal(results[0], &rt); err != nil {

@@ -2,17 +2,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"flag"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,6 +24,7 @@ import (
 	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/testpki"
 )
 
 // clearClientEnv unsets APRON_<connection flag> for the test, so that the
@@ -620,25 +614,19 @@ func TestTokenOnline(t *testing.T) {
 // (--tls-cert, --tls-key) for a server that requires one.
 func TestTokenOnlineTLS(t *testing.T) {
 	clearClientEnv(t)
-	dir := t.TempDir()
-	caCert, caKey := tokenTestCA(t)
-	tokenTestWritePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caCert.Raw)
-	serverCert := tokenTestLeaf(t, caCert, caKey, x509.ExtKeyUsageServerAuth, dir, "server")
-	tokenTestLeaf(t, caCert, caKey, x509.ExtKeyUsageClientAuth, dir, "client")
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	pki := testpki.New(t, t.TempDir(), "apron test")
 	admin, _, _ := auth.Generate("admin", time.Now())
 	addr := startFakeTokenServer(t, &fakeTokenServer{tokenWant: admin}, grpc.Creds(credentials.NewTLS(&tls.Config{
-		Certificates: []tls.Certificate{serverCert},
+		Certificates: []tls.Certificate{pki.Server},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
+		ClientCAs:    pki.CAPool(),
 	})))
 	t.Setenv("APRON_TOKEN", admin)
-	t.Setenv("APRON_TLS_CA", filepath.Join(dir, "ca.pem"))
+	t.Setenv("APRON_TLS_CA", pki.CAFile)
 
 	host := "grpc+tls://" + addr
 	var stdout bytes.Buffer
-	err := tokenCommand([]string{"list", "--host", host, "--tls-cert", filepath.Join(dir, "client.pem"), "--tls-key", filepath.Join(dir, "client-key.pem")}, &stdout, &bytes.Buffer{})
+	err := tokenCommand([]string{"list", "--host", host, "--tls-cert", pki.ClientCertFile, "--tls-key", pki.ClientKeyFile}, &stdout, &bytes.Buffer{})
 	if err != nil || !strings.Contains(stdout.String(), "read:a") {
 		t.Fatalf("list over mTLS: %q, %v", stdout.String(), err)
 	}
@@ -654,75 +642,8 @@ func TestTokenOnlineTLS(t *testing.T) {
 		t.Fatalf("plain to TLS: %v", err)
 	}
 	// The system roots do not know the test CA.
-	err = tokenCommand([]string{"list", "--host", host, "--tls-cert", filepath.Join(dir, "client.pem"), "--tls-key", filepath.Join(dir, "client-key.pem")}, &bytes.Buffer{}, &bytes.Buffer{})
+	err = tokenCommand([]string{"list", "--host", host, "--tls-cert", pki.ClientCertFile, "--tls-key", pki.ClientKeyFile}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("list with an unknown CA succeeded")
-	}
-}
-
-func tokenTestCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "apron test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
-}
-
-// tokenTestLeaf makes a certificate for 127.0.0.1 signed by the CA, writes it
-// and its key to dir/<name>.pem and dir/<name>-key.pem, and returns it.
-func tokenTestLeaf(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage, dir, name string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokenTestWritePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
-	tokenTestWritePEM(t, filepath.Join(dir, name+"-key.pem"), "PRIVATE KEY", keyDER)
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
-}
-
-func tokenTestWritePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
