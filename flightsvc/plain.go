@@ -69,7 +69,6 @@ func (s *Service) putPath(stream flight.FlightService_DoPutServer, d *flight.Fli
 	if err != nil {
 		return statusOf(fmt.Errorf("%w: reading the stream's schema: %w", errInvalidRequest, err))
 	}
-	defer rdr.Release()
 	ack := func(res buffer.WriteResult, total int64) error {
 		md, err := proto.Marshal(&apronpb.PutResultMetadata{RowsWritten: res.Rows, TotalRowsWritten: total, Sequence: res.Sequence})
 		if err != nil {
@@ -77,7 +76,8 @@ func (s *Service) putPath(stream flight.FlightService_DoPutServer, d *flight.Fli
 		}
 		return stream.Send(&flight.PutResult{AppMetadata: md})
 	}
-	_, err = s.sql.ingest(stream.Context(), db, table, catalog.WriteOptions{IfNotExists: catalog.CreateTable, IfExists: catalog.AppendIfExists}, rdr, ack)
+	// ingestAcked releases rdr.
+	_, err = s.sql.ingestAcked(stream.Context(), db, table, catalog.WriteOptions{IfNotExists: catalog.CreateTable, IfExists: catalog.AppendIfExists}, rdr, ack)
 	return statusOf(err)
 }
 

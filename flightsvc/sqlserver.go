@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -97,7 +96,7 @@ func (s *SQLServer) DoPutCommandStatementIngest(ctx context.Context, cmd flights
 	if err != nil {
 		return 0, statusOf(err)
 	}
-	n, err := s.ingest(ctx, db, cmd.GetTable(), opts, rdr, nil)
+	n, err := s.ingest(ctx, db, cmd.GetTable(), opts, rdr)
 	return n, statusOf(err)
 }
 
@@ -144,115 +143,6 @@ func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (string, c
 		return "", opts, fmt.Errorf("%w: unknown if_exists option %d", errInvalidRequest, tdo.GetIfExists())
 	}
 	return db, opts, nil
-}
-
-// ingestWindow is how many batches of one stream may wait for their fsync
-// while the next ones are decoded and queued.
-const ingestWindow = 4
-
-// ingest writes every batch of a stream into db.table. opts apply to the
-// first batch; later ones append to the table it created or found. ack, if
-// not nil, is called after each durable batch, in order. It returns the rows
-// durably written, also when it fails part way.
-//
-// Batches are pipelined: while batch n waits for its fsync, batch n+1 is
-// read, validated and queued to the WAL, so one stream keeps both the CPU
-// and the disk busy. A second goroutine, the waiter, waits for each batch
-// in order, counts it and acknowledges it once durable; a client that waits
-// for each acknowledgement before sending more gets it without delay.
-func (s *SQLServer) ingest(ctx context.Context, db, table string, opts catalog.WriteOptions, rdr flight.MessageReader, ack func(buffer.WriteResult, int64) error) (int64, error) {
-	who := auth.FromContext(ctx)
-	if err := who.Write(db); err != nil {
-		return 0, err
-	}
-	pending := make(chan *buffer.PendingWrite, ingestWindow-1)
-	var (
-		total   int64 // owned by the waiter until done is closed
-		waitErr error // likewise
-		failed  atomic.Bool
-		done    = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for p := range pending {
-			res, err := p.Wait() // every pending write is waited for, even after a failure
-			if waitErr != nil {
-				continue
-			}
-			if err == nil {
-				total += res.Rows
-				if ack != nil {
-					err = ack(res, total)
-				}
-			} else {
-				err = fmt.Errorf("database %q table %q: %d rows of this stream written before a batch failed: %w", db, table, total, err)
-			}
-			if err != nil {
-				waitErr = err
-				failed.Store(true)
-			}
-		}
-	}()
-	// finish stops the waiter and returns what it counted.
-	finish := func() (int64, error) {
-		close(pending)
-		<-done
-		return total, waitErr
-	}
-
-	batches := 0
-	submit := func(rec arrow.RecordBatch) error {
-		p, err := s.wb.Submit(ctx, db, table, rec, opts)
-		if err != nil {
-			return err
-		}
-		batches++
-		opts.IfExists = catalog.AppendIfExists
-		pending <- p
-		return nil
-	}
-	rejected := func(err error) (int64, error) {
-		// Batches before this one count once durable; the error says how
-		// many rows that made.
-		n, werr := finish()
-		if werr != nil {
-			return n, werr
-		}
-		return n, fmt.Errorf("database %q table %q: batch %d rejected, %d rows of this stream written before it: %w",
-			db, table, batches+1, n, err)
-	}
-	for !failed.Load() && rdr.Next() {
-		// A token revoked (or expired) while the stream is open writes
-		// no further batch.
-		if err := who.Check(); err != nil {
-			return rejected(err)
-		}
-		if err := submit(rdr.RecordBatch()); err != nil {
-			return rejected(err)
-		}
-	}
-	if err := rdr.Err(); err != nil && !failed.Load() {
-		n, werr := finish()
-		if werr != nil {
-			return n, werr
-		}
-		return n, fmt.Errorf("%w: database %q table %q: reading the stream after %d rows: %w", errInvalidRequest, db, table, n, err)
-	}
-	if batches == 0 && !failed.Load() {
-		// No batch: the stream still defines the table (ADBC create mode
-		// with no rows).
-		sc := rdr.Schema()
-		if sc == nil {
-			finish()
-			return 0, fmt.Errorf("%w: the stream has no schema", errInvalidRequest)
-		}
-		rec := array.NewRecordBatch(sc, emptyColumns(s.mem, sc), 0)
-		defer rec.Release()
-		if err := submit(rec); err != nil {
-			return rejected(err)
-		}
-	}
-	return finish()
 }
 
 func emptyColumns(mem memory.Allocator, sc *arrow.Schema) []arrow.Array {
