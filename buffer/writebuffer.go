@@ -51,6 +51,10 @@ type WriteBuffer struct {
 	}
 	persist persistState
 
+	// walFailed is closed when the WAL fails (wal.Options.OnFail).
+	walFailed     chan struct{}
+	walFailedOnce sync.Once
+
 	sealc chan *Segment // closed segments for the background loop to seal
 	stopc chan struct{}
 	donec chan struct{}
@@ -100,14 +104,15 @@ func Open(cfg Config) (*WriteBuffer, error) {
 // openLocked is Open once the data dir is locked.
 func openLocked(cfg Config) (*WriteBuffer, error) {
 	b := &WriteBuffer{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		mem:     cfg.Allocator,
-		catPath: filepath.Join(cfg.DataDir, "catalog.json"),
-		walDir:  filepath.Join(cfg.DataDir, "wal"),
-		sealc:   make(chan *Segment, 1024),
-		stopc:   make(chan struct{}),
-		donec:   make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		mem:       cfg.Allocator,
+		catPath:   filepath.Join(cfg.DataDir, "catalog.json"),
+		walDir:    filepath.Join(cfg.DataDir, "wal"),
+		sealc:     make(chan *Segment, 1024),
+		walFailed: make(chan struct{}),
+		stopc:     make(chan struct{}),
+		donec:     make(chan struct{}),
 	}
 	var err error
 	if b.cat, err = catalog.LoadFS(cfg.WALFS, b.catPath, cfg.Limits); err != nil {
@@ -142,7 +147,22 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 }
 
 func (b *WriteBuffer) walOptions() wal.Options {
-	return wal.Options{Dir: b.walDir, Sync: b.cfg.WALSync, FS: b.cfg.WALFS, Logger: b.log, Registerer: b.cfg.Registerer}
+	return wal.Options{Dir: b.walDir, Sync: b.cfg.WALSync, FS: b.cfg.WALFS, Logger: b.log, Registerer: b.cfg.Registerer,
+		OnFail: func(error) { b.walFailedOnce.Do(func() { close(b.walFailed) }) }}
+}
+
+// WALFailed is closed once the WAL has failed: from then on every write
+// fails (ErrWAL) until the server is restarted. WALError says why.
+func (b *WriteBuffer) WALFailed() <-chan struct{} { return b.walFailed }
+
+// WALError is the WAL's sticky error, nil while it works.
+func (b *WriteBuffer) WALError() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.w == nil {
+		return nil
+	}
+	return b.mu.w.Err()
 }
 
 func walFileName(dir string, id uint64) string {

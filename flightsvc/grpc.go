@@ -16,9 +16,15 @@ import (
 // is what ADBC sends by default.
 const MaxMessageSize = 256 << 20
 
+// WriteHealthService is the health service name that says whether writes
+// work: NOT_SERVING once the WAL has failed (writes are refused until a
+// restart), while "" and the Flight service stay SERVING for reads.
+const WriteHealthService = "apron.v1.Write"
+
 // NewGRPCServer returns a gRPC server with the Flight service and the
 // standard health service registered. The health service answers SERVING
-// for "" and "arrow.flight.protocol.FlightService". Flight calls run in
+// for "", "arrow.flight.protocol.FlightService" and WriteHealthService
+// (until the WAL fails). Flight calls run in
 // a Flight session (arrow-go's cookie-based session middleware), which
 // carries the session options of SetSessionOptions.
 func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
@@ -41,5 +47,17 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(srv, h)
 	h.SetServingStatus("arrow.flight.protocol.FlightService", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus(WriteHealthService, healthpb.HealthCheckResponse_SERVING)
+	go svc.sql.watchWAL(h)
 	return srv, h
+}
+
+// watchWAL marks writes NOT_SERVING once the WAL fails, until Close.
+func (s *SQLServer) watchWAL(h *health.Server) {
+	select {
+	case <-s.wb.WALFailed():
+		h.SetServingStatus(WriteHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+		s.log.Error("writes are down: the WAL failed, and every write is refused until apron is restarted; health "+WriteHealthService+" is NOT_SERVING", "err", s.wb.WALError())
+	case <-s.closed:
+	}
 }

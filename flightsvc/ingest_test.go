@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/apron-db/apron/buffer"
@@ -114,6 +115,29 @@ func TestPlainWriterNotLeftHanging(t *testing.T) {
 	}
 	if st, _ := status.FromError(err); st.Code() != codes.Unavailable {
 		t.Fatalf("second batch: %v, want UNAVAILABLE (the WAL failed)", err)
+	}
+	// Operators are told: writes NOT_SERVING, reads still SERVING.
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	watch, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: WriteHealthService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		res, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("health of writes never became NOT_SERVING: %v", err)
+		}
+		if res.Status == healthpb.HealthCheckResponse_NOT_SERVING {
+			break
+		}
+	}
+	if res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || res.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("overall health after a WAL failure: %v %v, want SERVING (reads work)", res, err)
 	}
 }
 

@@ -60,6 +60,7 @@ type SQLServer struct {
 	running  *runningQueries
 	auth     *authenticator
 	verifier *auth.Verifier // nil: authentication off
+	closed   chan struct{}  // closed by Close
 }
 
 // NewSQLServer returns the Flight SQL server over a write buffer and the
@@ -73,7 +74,7 @@ func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLSe
 		return nil, fmt.Errorf("flightsvc: query idle timeout %s is negative (--query-idle-timeout)", cfg.QueryIdleTimeout)
 	}
 	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(), idle: cfg.QueryIdleTimeout,
-		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries()}
+		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries(), closed: make(chan struct{})}
 	s.auth = newAuthenticator(cfg.Auth, s.sessions, log, cfg.Registerer)
 	s.verifier = cfg.Auth
 	s.Alloc = s.mem
@@ -88,6 +89,11 @@ func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLSe
 // Close releases the parameters bound to open prepared statements.
 func (s *SQLServer) Close() {
 	s.prepared.closeAll()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
 }
 
 // DoPutCommandStatementIngest is ADBC's bulk ingest (adbc_ingest).

@@ -15,6 +15,7 @@ type metrics struct {
 	bytesWritten  prometheus.Counter
 	groupRecords  prometheus.Histogram
 	failures      prometheus.Counter
+	failed        prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,6 +46,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "apron_wal_failures_total",
 			Help: "WAL write, sync or file creation failures (each one makes the WAL unusable until restart).",
 		}),
+		failed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "apron_wal_failed",
+			Help: "1 once the WAL has failed: writes are refused UNAVAILABLE until the server is restarted (which replays the WAL).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -52,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err := errors.Join(
 		register(reg, &m.fsyncs), register(reg, &m.fsyncDuration),
 		register(reg, &m.records), register(reg, &m.bytesWritten),
-		register(reg, &m.groupRecords), register(reg, &m.failures),
+		register(reg, &m.groupRecords), register(reg, &m.failures), register(reg, &m.failed),
 	); err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	FS         FS                    // nil: the OS file system
 	Logger     *slog.Logger          // nil: discard
 	Registerer prometheus.Registerer // nil: metrics are not registered
+	// OnFail, if set, is called once, with the sticky error, when the
+	// Writer fails (so that health checks can say writes are down).
+	OnFail func(error)
 }
 
 // ErrClosed is returned by Append and Rotate on a closed Writer.
@@ -60,6 +63,7 @@ type Writer struct {
 	syncMode SyncMode
 	logger   *slog.Logger
 	metrics  *metrics
+	onFail   func(error)
 
 	signal chan struct{} // capacity 1: work was queued or Close was called
 	donec  chan struct{} // closed when the flush goroutine returns
@@ -158,6 +162,7 @@ func Create(opts Options, segmentID uint64) (*Writer, error) {
 		syncMode: opts.Sync,
 		logger:   logger,
 		metrics:  m,
+		onFail:   opts.OnFail,
 		signal:   make(chan struct{}, 1),
 		donec:    make(chan struct{}),
 		bw:       bufio.NewWriterSize(nil, writeBufferSize),
@@ -528,13 +533,22 @@ func (w *Writer) syncGroup() error {
 // fail records the first failure: err goes to the current waiters, and every
 // later operation fails with an error wrapping cause.
 func (w *Writer) fail(op string, err, cause error) error {
+	first := w.failed == nil
 	w.failed = err
 	w.metrics.failures.Inc()
+	w.metrics.failed.Set(1)
 	sticky := fmt.Errorf("wal: segment %d: %s failed earlier; restart required: %w", w.seg, op, cause)
 	w.mu.Lock()
 	w.mu.err = sticky
 	w.mu.Unlock()
-	w.logger.Error("wal: writer failed; every later write fails until restart", "segment", w.seg, "op", op, "err", err)
+	// A failed write or fsync is not retried (the kernel may have dropped
+	// the pages it could not write): only a restart, which replays the
+	// WAL from what is on disk, makes writes safe again.
+	w.logger.Error("wal: writer failed; every later write fails until apron is restarted: fix the cause (free disk space, check the disk), then restart; acknowledged writes are safe in the WAL and are replayed",
+		"file", filepath.Join(w.dir, SegmentFileName(w.seg)), "segment", w.seg, "op", op, "err", err)
+	if first && w.onFail != nil {
+		w.onFail(sticky)
+	}
 	return err
 }
 

@@ -259,7 +259,10 @@ func TestGroupCommit(t *testing.T) {
 func TestSyncFailureIsSticky(t *testing.T) {
 	dir := t.TempDir()
 	fs := waltest.New(wal.OSFS())
-	w := mustCreate(t, wal.Options{Dir: dir, FS: fs}, 12)
+	var failures []error
+	var mu sync.Mutex
+	onFail := func(err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() }
+	w := mustCreate(t, wal.Options{Dir: dir, FS: fs, OnFail: onFail}, 12)
 	if err := w.Append([]byte("before")).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -298,6 +301,11 @@ func TestSyncFailureIsSticky(t *testing.T) {
 	}
 	if _, err := os.Stat(segPath(dir, 13)); !os.IsNotExist(err) {
 		t.Fatalf("Rotate after failure created the next file: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failures) != 1 || !errors.Is(failures[0], cause) {
+		t.Fatalf("OnFail called with %v, want once with the sticky error", failures)
 	}
 }
 
