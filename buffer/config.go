@@ -59,6 +59,12 @@ type Config struct {
 	// attempts of a failed persist step (exponential, with jitter; retried
 	// until Close).
 	PersistRetryMin, PersistRetryMax time.Duration
+	// PersistAttemptTimeout bounds one attempt of one object store request
+	// of a persist (an upload that hangs, a store that stopped answering):
+	// this long, plus a second per MiB uploaded (so that a large file on a
+	// slow link is not cut off), then the attempt fails, is counted and
+	// logged, and is retried.
+	PersistAttemptTimeout time.Duration
 	// StartupStoreTimeout bounds how long Open retries the object store
 	// (listing catalogs, segment files and orphans) before failing.
 	StartupStoreTimeout time.Duration
@@ -82,10 +88,11 @@ func DefaultConfig() Config {
 		ChunkRows:       8192,
 		MaxValueSize:    DefaultMaxValueSize,
 
-		PersistConcurrency:  4,
-		PersistRetryMin:     100 * time.Millisecond,
-		PersistRetryMax:     30 * time.Second,
-		StartupStoreTimeout: 2 * time.Minute,
+		PersistConcurrency:    4,
+		PersistRetryMin:       100 * time.Millisecond,
+		PersistRetryMax:       30 * time.Second,
+		StartupStoreTimeout:   2 * time.Minute,
+		PersistAttemptTimeout: 30 * time.Second,
 	}
 }
 
@@ -119,6 +126,9 @@ func (c Config) Validate() error {
 		}
 		if c.PersistRetryMin <= 0 || c.PersistRetryMax < c.PersistRetryMin {
 			errs = append(errs, fmt.Errorf("persist retry backoff [%s, %s] must be positive and ordered", c.PersistRetryMin, c.PersistRetryMax))
+		}
+		if c.PersistAttemptTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("persist attempt timeout %s must be positive (--persist-attempt-timeout)", c.PersistAttemptTimeout))
 		}
 		if c.StartupStoreTimeout <= 0 {
 			errs = append(errs, fmt.Errorf("startup store timeout %s must be positive", c.StartupStoreTimeout))

@@ -21,6 +21,7 @@ type metrics struct {
 	persistedFiles    prometheus.Counter
 	persistFailures   prometheus.Counter
 	persistTime       prometheus.Histogram
+	storeFailures     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
@@ -55,6 +56,10 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 	m.persistFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "apron_persist_failures_total", Help: "Failed attempts of a persist step (each is retried).",
 	})
+	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apron_objstore_failures_total",
+		Help: "Failed object store requests, by operation and error class, those the storage client retries by itself included.",
+	}, []string{"op", "class"})
 	m.persistTime = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "apron_persist_duration_seconds", Help: "Time to persist one closed segment, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
@@ -77,7 +82,7 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		return float64(len(b.mu.closed) + 1)
 	})
 	m.collectors = []prometheus.Collector{m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
-		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime}
+		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.MustRegister(c)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/lograte"
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/wal"
 )
@@ -45,6 +46,9 @@ type persistState struct {
 	lastErr  error     // of the last failed step; nil once a segment persists
 	failures int       // failed attempts since the last persisted segment
 	since    time.Time // first of those failures
+
+	// storeLogs limits the log lines of failed store requests.
+	storeLogs lograte.Limiter
 }
 
 // openStore runs before WAL replay when a Store is configured: it loads a
@@ -377,10 +381,82 @@ func (b *WriteBuffer) retry(ctx context.Context, what string, fn func() error) e
 	}
 }
 
+// attempt runs one attempt of an object store request that moves size
+// bytes under PersistAttemptTimeout (plus a second per MiB): a store that
+// stops answering fails the attempt, which is counted, logged and retried,
+// instead of hanging the persist unseen.
+func (b *WriteBuffer) attempt(ctx context.Context, size int64, fn func(context.Context) error) error {
+	d := b.cfg.PersistAttemptTimeout + time.Duration(size>>20)*time.Second
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := fn(actx)
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("the object store did not answer within %s (--persist-attempt-timeout, plus 1s per MiB): %w", d, err)
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, objstore.ErrExists) {
+		b.countStoreFailure("put", err)
+	}
+	return err
+}
+
+// NoteStoreAttemptFailure records a failed request that the storage client
+// retries by itself (objstore.GCSConfig.OnAttemptError): counted, logged
+// (rate-limited) and, since it says why persistence is slow, reported
+// like a failed persist step (PersistError, the buffer-full refusal,
+// system.segments), until a segment persists.
+func (b *WriteBuffer) NoteStoreAttemptFailure(op string, err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	b.countStoreFailure(op, err)
+	b.persist.errMu.Lock()
+	defer b.persist.errMu.Unlock()
+	if b.persist.lastErr == nil {
+		b.persist.since = time.Now()
+	}
+	b.persist.lastErr = fmt.Errorf("object store %s (retried by the storage client): %w", op, err)
+}
+
+func (b *WriteBuffer) countStoreFailure(op string, err error) {
+	class := objstore.ErrorClass(err)
+	if b.metrics != nil {
+		b.metrics.storeFailures.WithLabelValues(op, class).Inc()
+	}
+	if n, ok := b.persist.storeLogs.Allow(); ok {
+		b.log.Warn("object store request failed; it is retried", "op", op, "class", class, "err", err, "suppressed_since_last", n)
+	}
+}
+
+// PersistHealth says whether persistence keeps up: the closed segments
+// waiting, and while attempts fail, since when, how many, and the last
+// error.
+type PersistHealth struct {
+	Waiting  int // closed segments not yet persisted
+	Failures int
+	Since    time.Time
+	LastErr  error
+}
+
+// PersistHealth is the state of persistence now.
+func (b *WriteBuffer) PersistHealth() PersistHealth {
+	var h PersistHealth
+	b.mu.Lock()
+	for _, s := range b.mu.closed {
+		if !s.persisted {
+			h.Waiting++
+		}
+	}
+	b.mu.Unlock()
+	b.persist.errMu.Lock()
+	defer b.persist.errMu.Unlock()
+	h.Failures, h.Since, h.LastErr = b.persist.failures, b.persist.since, b.persist.lastErr
+	return h
+}
+
 func (b *WriteBuffer) notePersistFailure(what string, attempt int, err error) {
 	b.persist.errMu.Lock()
 	defer b.persist.errMu.Unlock()
-	if b.persist.failures == 0 {
+	if b.persist.failures == 0 && b.persist.lastErr == nil {
 		b.persist.since = time.Now()
 	}
 	b.persist.failures++
@@ -525,7 +601,9 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	name := segmentObject(seg.id)
 	crc := objstore.CRC32C(data)
 	if err := b.retry(ctx, "writing "+name, func() error {
-		return b.putImmutable(ctx, name, func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
+		return b.attempt(ctx, int64(len(data)), func(ctx context.Context) error {
+			return b.putImmutable(ctx, name, func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
+		})
 	}); err != nil {
 		return err
 	}
@@ -578,7 +656,9 @@ func (b *WriteBuffer) persistCatalog(ctx context.Context, atLeast uint64) (uint6
 			return nil
 		}
 		crc := objstore.CRC32C(data)
-		if err := b.putImmutable(ctx, catalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false); err != nil {
+		if err := b.attempt(ctx, int64(len(data)), func(ctx context.Context) error {
+			return b.putImmutable(ctx, catalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
+		}); err != nil {
 			return err
 		}
 		b.persist.catVersion = v
@@ -631,7 +711,9 @@ func (b *WriteBuffer) persistFile(ctx context.Context, segID uint64, t partTask)
 		os.Remove(f.Name())
 	}()
 	if err := b.retry(ctx, "uploading "+name, func() error {
-		return b.putImmutable(ctx, name, func() io.Reader { return io.NewSectionReader(f, 0, sz) }, sz, crc, true)
+		return b.attempt(ctx, sz, func(ctx context.Context) error {
+			return b.putImmutable(ctx, name, func() io.Reader { return io.NewSectionReader(f, 0, sz) }, sz, crc, true)
+		})
 	}); err != nil {
 		return PersistedFile{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -598,4 +599,49 @@ func TestPermutationWidths(t *testing.T) {
 			c.Rec.Release()
 		}
 	}
+}
+
+// TestPersistStoreHangs: a store that stops answering (requests hang, no
+// error) is seen at once: each attempt ends at PersistAttemptTimeout, is
+// counted by operation and class and logged, and PersistHealth says
+// persistence is failing, since when and why; once the store answers
+// again, the segment persists and the report clears.
+func TestPersistStoreHangs(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	inner := objstore.NewMemory()
+	defer inner.Close()
+	faulty := objstoretest.NewFaulty(inner)
+	cfg := persistConfig(t, mem, faulty)
+	cfg.PersistAttemptTimeout = 20 * time.Millisecond
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	faulty.Hang(true)
+	rows := genRows(t0.UnixNano(), 100, 1)
+	rec := makeRecord(memory.NewGoAllocator(), cpuSchema, rows)
+	_, err := b.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{})
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := roll(t, b)
+	waitFor(t, "the hang reported", func() bool {
+		h := b.PersistHealth()
+		return h.LastErr != nil && h.Failures >= 2
+	})
+	h := b.PersistHealth()
+	if !strings.Contains(h.LastErr.Error(), "did not answer within") || h.Since.IsZero() || h.Waiting != 1 {
+		t.Fatalf("health while hanging: %+v", h)
+	}
+	if n := testutil.ToFloat64(b.metrics.storeFailures.WithLabelValues("put", "timeout")); n < 2 {
+		t.Fatalf("apron_objstore_failures_total{op=put,class=timeout} = %v, want each attempt", n)
+	}
+	faulty.Hang(false)
+	waitFor(t, "the segment persisted", func() bool { return isPersisted(b, id) })
+	// The report clears once the segment's persist has ended (its WAL file
+	// deleted), just after it is marked persisted.
+	waitFor(t, "the report cleared", func() bool {
+		h := b.PersistHealth()
+		return h.LastErr == nil && h.Failures == 0 && h.Waiting == 0
+	})
 }

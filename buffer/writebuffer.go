@@ -114,6 +114,7 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 		stopc:     make(chan struct{}),
 		donec:     make(chan struct{}),
 	}
+	b.persist.storeLogs.Every = time.Second
 	var err error
 	if b.cat, err = catalog.LoadFS(cfg.WALFS, b.catPath, cfg.Limits); err != nil {
 		return nil, fmt.Errorf("buffer: %w", err)

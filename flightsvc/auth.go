@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/apron-db/apron/auth"
+	"github.com/apron-db/apron/internal/lograte"
 )
 
 // authorizationHeader is the request header of credentials (gRPC keys are
@@ -36,7 +36,7 @@ type authenticator struct {
 	sessions *sessionStore
 	log      *slog.Logger
 	failures *prometheus.CounterVec
-	logs     rateLimit
+	logs     lograte.Limiter
 	// drain reads and drops what a refused DoPut's client still sends
 	// (Service.drainPut), so that it reads the refusal rather than a bare
 	// EOF on its next send.
@@ -49,7 +49,7 @@ func newAuthenticator(v *auth.Verifier, sessions *sessionStore, log *slog.Logger
 			Name: "apron_auth_failures_total",
 			Help: "Flight calls refused UNAUTHENTICATED, by reason (missing, malformed, unknown, expired, revoked).",
 		}, []string{"reason"}),
-		logs: rateLimit{every: time.Second}}
+		logs: lograte.Limiter{Every: time.Second}}
 	if reg != nil {
 		if err := reg.Register(a.failures); err != nil {
 			var are prometheus.AlreadyRegisteredError
@@ -135,7 +135,7 @@ func reasonOf(err error) string {
 // the credential) a refused call and returns its status.
 func (a *authenticator) refuse(ctx context.Context, method, reason string, err error) error {
 	a.failures.WithLabelValues(reason).Inc()
-	if n, ok := a.logs.allow(); ok {
+	if n, ok := a.logs.Allow(); ok {
 		a.log.Warn("authentication failed", "client", peerAddr(ctx), "method", strings.TrimPrefix(method, flightServicePrefix),
 			"reason", reason, "err", err, "suppressed_since_last", n)
 	}
@@ -247,28 +247,6 @@ func (s *Service) Handshake(stream flight.FlightService_HandshakeServer) error {
 			return nil
 		}
 	}
-}
-
-// rateLimit lets one event through per interval and counts the others.
-type rateLimit struct {
-	every time.Duration
-	mu    sync.Mutex
-	last  time.Time
-	held  int
-}
-
-// allow says whether to log now, with the events held back since the
-// last one logged.
-func (r *rateLimit) allow() (int, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if now := time.Now(); now.Sub(r.last) >= r.every {
-		n := r.held
-		r.last, r.held = now, 0
-		return n, true
-	}
-	r.held++
-	return 0, false
 }
 
 // errNotOwner is the refusal of a handle (ticket, prepared statement)

@@ -52,11 +52,19 @@ type GCSConfig struct {
 	// MaxAttempts bounds the library's retries of idempotent calls
 	// (including uploads with MustNotExist); 0 keeps the library default.
 	MaxAttempts int
+	// OnAttemptError, if set, is called with every error of a request the
+	// library retries by itself (which callers would otherwise never see:
+	// an outage shows only once every attempt failed), with the
+	// library's name of the operation.
+	OnAttemptError func(op string, err error)
+	// ChunkTransferTimeout bounds one chunk's transfer of a resumable
+	// upload: a stalled request is cut and retried; 0: 30s.
+	ChunkTransferTimeout time.Duration
 }
 
 // DefaultGCSConfig returns the defaults for the tuning fields.
 func DefaultGCSConfig() GCSConfig {
-	return GCSConfig{ChunkSize: 8 << 20, MaxBufferBytes: 64 << 20, MaxAttempts: 5}
+	return GCSConfig{ChunkSize: 8 << 20, MaxBufferBytes: 64 << 20, MaxAttempts: 5, ChunkTransferTimeout: 30 * time.Second}
 }
 
 // Validate checks the configuration.
@@ -114,6 +122,9 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = def.MaxAttempts
 	}
+	if cfg.ChunkTransferTimeout == 0 {
+		cfg.ChunkTransferTimeout = def.ChunkTransferTimeout
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,10 +142,21 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: gcs client: %w", err)
 	}
+	shouldRetry := func(err error, rc *storage.RetryContext) bool {
+		if cfg.OnAttemptError != nil {
+			op := "request"
+			if rc != nil && rc.Operation != "" {
+				op = rc.Operation
+			}
+			cfg.OnAttemptError(op, err)
+		}
+		return storage.ShouldRetry(err)
+	}
 	client.SetRetry(
 		storage.WithPolicy(storage.RetryIdempotent),
 		storage.WithBackoff(gax.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2}),
 		storage.WithMaxAttempts(cfg.MaxAttempts),
+		storage.WithErrorFuncWithContext(shouldRetry),
 	)
 	prefix := strings.Trim(cfg.Prefix, "/")
 	if prefix != "" {
@@ -248,6 +270,7 @@ func (g *GCS) upload(ctx context.Context, name string, src io.Reader, size int64
 	}
 	w := obj.NewWriter(wctx)
 	w.ChunkSize = g.chunkSize(size)
+	w.ChunkTransferTimeout = g.cfg.ChunkTransferTimeout
 	w.SendCRC32C = true
 	w.CRC32C = crc
 	w.ContentType = "application/octet-stream"

@@ -110,12 +110,15 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"segments": {
+		// persist_error and persist_failing_since are set on the closed
+		// segments waiting to persist while persisting fails.
 		schema: arrow.NewSchema(fields("segment_id", u64, "state", str, "start_time", tsType, "closed_time", tsType,
-			"rows", i64, "bytes", i64, "wal_file", str), nil),
+			"rows", i64, "bytes", i64, "wal_file", str, "persist_error", str, "persist_failing_since", tsType), nil),
 		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			if !who.CanRead(catalog.AllDatabases) {
 				return
 			}
+			health := e.wb.PersistHealth()
 			// One View: each segment once, buffered or persisted.
 			v := e.wb.View()
 			defer v.Release()
@@ -132,6 +135,13 @@ var systemTables = map[string]systemTable{
 				b.Field(4).(*array.Int64Builder).Append(info.Rows)
 				b.Field(5).(*array.Int64Builder).Append(info.Bytes)
 				b.Field(6).(*array.StringBuilder).Append(info.WALFile)
+				if info.State == buffer.SegmentOpen || health.LastErr == nil {
+					b.Field(7).AppendNull()
+					b.Field(8).AppendNull()
+				} else {
+					b.Field(7).(*array.StringBuilder).Append(health.LastErr.Error())
+					b.Field(8).(*array.TimestampBuilder).Append(arrow.Timestamp(health.Since.UnixNano()))
+				}
 			}
 			for _, ps := range v.Persisted {
 				var size int64
@@ -145,6 +155,8 @@ var systemTables = map[string]systemTable{
 				b.Field(4).(*array.Int64Builder).Append(ps.Rows)
 				b.Field(5).(*array.Int64Builder).Append(size)
 				b.Field(6).AppendNull()
+				b.Field(7).AppendNull()
+				b.Field(8).AppendNull()
 			}
 		},
 	},

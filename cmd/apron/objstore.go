@@ -27,8 +27,9 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 }
 
 // open returns the store, or nil for none. The caller closes it after the
-// buffer.
-func (s *storeFlags) open(ctx context.Context, dataDir string) (objstore.Store, error) {
+// buffer. onAttemptError sees the errors a store's client retries by
+// itself (GCS).
+func (s *storeFlags) open(ctx context.Context, dataDir string, onAttemptError func(op string, err error)) (objstore.Store, error) {
 	if s.kind != "gcs" && (s.gcsBucket != "" || s.gcsPrefix != "" || s.gcsCredentials != "" || s.gcsEndpoint != "") {
 		return nil, fmt.Errorf("--gcs-* flags are set but --object-store is %q; add --object-store gcs", s.kind)
 	}
@@ -48,7 +49,7 @@ func (s *storeFlags) open(ctx context.Context, dataDir string) (objstore.Store, 
 			return nil, fmt.Errorf("--object-store gcs needs --gcs-bucket")
 		}
 		st, err := objstore.NewGCS(ctx, objstore.GCSConfig{Bucket: s.gcsBucket, Prefix: s.gcsPrefix,
-			CredentialsFile: s.gcsCredentials, Endpoint: s.gcsEndpoint})
+			CredentialsFile: s.gcsCredentials, Endpoint: s.gcsEndpoint, OnAttemptError: onAttemptError})
 		if err != nil {
 			return nil, fmt.Errorf("--object-store gcs: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,6 +77,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	f.cacheSize = byteSize(f.queryCfg.CacheSize)
 	fs.Var(&f.cacheSize, "cache-size", "most bytes of Parquet files kept in --cache-dir, least recently used out first, e.g. 10GiB")
 	fs.IntVar(&f.cfg.PersistConcurrency, "persist-concurrency", f.cfg.PersistConcurrency, "Parquet files of a closed segment written and uploaded at once")
+	fs.DurationVar(&f.cfg.PersistAttemptTimeout, "persist-attempt-timeout", f.cfg.PersistAttemptTimeout, "one object store request of a persist that takes longer (plus 1s per MiB it uploads) fails, is counted and logged, and is retried")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:8083", "address of the HTTP /metrics (Prometheus) and /debug/pprof/ (Go profiles) endpoints; empty to disable")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -156,7 +158,14 @@ func serve(args []string) error {
 	f.cfg.Registerer = reg
 
 	start := time.Now()
-	store, err := f.store.open(context.Background(), f.cfg.DataDir)
+	// The buffer learns of the errors the storage client retries by
+	// itself once it is open (Open's own store calls report theirs).
+	var opened atomic.Pointer[buffer.WriteBuffer]
+	store, err := f.store.open(context.Background(), f.cfg.DataDir, func(op string, err error) {
+		if b := opened.Load(); b != nil {
+			b.NoteStoreAttemptFailure(op, err)
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -171,6 +180,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	opened.Store(wb)
 	f.queryCfg.Logger = log
 	eng, err := query.Open(wb, f.queryCfg)
 	if err != nil {
@@ -241,6 +251,7 @@ func serve(args []string) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("/readyz", readyz(wb))
 		// Go's profiles, as Prometheus serves them beside its metrics.
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

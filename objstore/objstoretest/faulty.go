@@ -37,7 +37,31 @@ type Faulty struct {
 		loseAcks   int
 		failures   int
 		log        []string
+		hang       bool
 	}
+}
+
+// Hang makes every operation started while hanging wait until its
+// context ends, as a request to a store that stopped answering does.
+func (f *Faulty) Hang(hang bool) {
+	f.mu.Lock()
+	f.mu.hang = hang
+	f.mu.Unlock()
+}
+
+// stall waits for ctx while the store hangs.
+func (f *Faulty) stall(ctx context.Context) error {
+	f.mu.Lock()
+	hang := f.mu.hang
+	f.mu.Unlock()
+	if !hang {
+		return nil
+	}
+	<-ctx.Done()
+	f.mu.Lock()
+	f.mu.failures++
+	f.mu.Unlock()
+	return ctx.Err()
 }
 
 var _ objstore.Store = (*Faulty)(nil)
@@ -151,6 +175,9 @@ func (f *Faulty) loseAck() bool {
 
 // Put implements objstore.Store.
 func (f *Faulty) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
+	if err := f.stall(ctx); err != nil {
+		return fmt.Errorf("put %q: %w", name, err)
+	}
 	if err := f.Gate("put", name); err != nil {
 		return err
 	}

@@ -1,0 +1,32 @@
+// Package lograte limits log lines of one kind to one per interval, counting
+// the ones held back, so that a flood of failures (a client retrying a bad
+// token, an object store down) cannot fill the log.
+package lograte
+
+import (
+	"sync"
+	"time"
+)
+
+// Limiter lets one event through per interval. The zero value with Every
+// set is ready; it is safe for concurrent use.
+type Limiter struct {
+	Every time.Duration
+	mu    sync.Mutex
+	last  time.Time
+	held  int
+}
+
+// Allow says whether to log now, with the events held back since the last
+// one let through.
+func (l *Limiter) Allow() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := time.Now(); now.Sub(l.last) >= l.Every {
+		n := l.held
+		l.last, l.held = now, 0
+		return n, true
+	}
+	l.held++
+	return 0, false
+}
