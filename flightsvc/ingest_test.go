@@ -63,6 +63,26 @@ func startInProcess(t *testing.T, fsys wal.FS) string {
 	return lis.Addr().String()
 }
 
+// openPathPut opens a plain Flight DoPut into db.t, under a 30 s deadline
+// that tells a hang from an answer.
+func openPathPut(t *testing.T, addr string) (context.Context, flight.FlightService_DoPutClient, *flight.Writer) {
+	t.Helper()
+	c, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	stream, err := c.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(ackSchema))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"db", "t"}})
+	return ctx, stream, w
+}
+
 var ackSchema = arrow.NewSchema([]arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
 func ackBatch(n int) arrow.RecordBatch {
@@ -83,19 +103,7 @@ func ackBatch(n int) arrow.RecordBatch {
 func TestPlainWriterNotLeftHanging(t *testing.T) {
 	fsys := waltest.New(wal.OSFS())
 	addr := startInProcess(t, fsys)
-	c, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := c.DoPut(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(ackSchema))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"db", "t"}})
+	ctx, stream, w := openPathPut(t, addr)
 	defer w.Close()
 	rec := ackBatch(10)
 	defer rec.Release()
@@ -109,7 +117,7 @@ func TestPlainWriterNotLeftHanging(t *testing.T) {
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
-	_, err = stream.Recv() // the client sends nothing more
+	_, err := stream.Recv() // the client sends nothing more
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("the writer got no answer: the stream hangs")
 	}
@@ -148,19 +156,7 @@ func TestPlainWriterNotLeftHanging(t *testing.T) {
 func TestStreamingWriterGetsFailure(t *testing.T) {
 	fsys := waltest.New(wal.OSFS())
 	addr := startInProcess(t, fsys)
-	c, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := c.DoPut(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(ackSchema))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"db", "t"}})
+	ctx, stream, w := openPathPut(t, addr)
 	rec := ackBatch(1000)
 	defer rec.Release()
 	fsys.FailNth(waltest.OpSync, 3, syscall.EIO)
@@ -176,6 +172,7 @@ func TestStreamingWriterGetsFailure(t *testing.T) {
 		}
 	}()
 	var acked int
+	var err error
 	for {
 		_, err = stream.Recv()
 		if err != nil {
