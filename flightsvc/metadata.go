@@ -176,7 +176,9 @@ func (s *SQLServer) DoGetTableTypes(context.Context) (*arrow.Schema, <-chan flig
 	return schema_ref.TableTypes, oneBatch(b.NewRecordBatch()), nil
 }
 
-func catalogMatches(c *string) bool { return c == nil || *c == "" || *c == CatalogName }
+// catalogMatches: no catalog filter, or "apron". An empty catalog means
+// "objects without a catalog" in Flight SQL, of which there are none.
+func catalogMatches(c *string) bool { return c == nil || *c == CatalogName }
 
 func typeMatches(types []string) bool {
 	if len(types) == 0 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -168,7 +170,25 @@ func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 	if ours, err := s.sql.apronAction(stream.Context(), a, send); ours {
 		return statusOf(err)
 	}
+	if !slices.Contains(flightSQLActions, a.GetType()) {
+		// arrow-go's adapter answers only "the defined request is invalid".
+		known := slices.Clone(flightSQLActions)
+		for _, t := range apronActions {
+			known = append(known, t.Type)
+		}
+		return statusOf(fmt.Errorf("%w: unknown action %q; this server's actions are %s (ListActions describes them)", errInvalidRequest, a.GetType(), strings.Join(known, ", ")))
+	}
 	return s.adapter.DoAction(a, stream)
+}
+
+// flightSQLActions are the action types arrow-go's Flight SQL adapter
+// serves (for the ones it answers Unimplemented, the server says so).
+var flightSQLActions = []string{
+	flight.CancelFlightInfoActionType, flight.RenewFlightEndpointActionType,
+	flight.SetSessionOptionsActionType, flight.GetSessionOptionsActionType, flight.CloseSessionActionType,
+	flightsql.CreatePreparedStatementActionType, flightsql.ClosePreparedStatementActionType,
+	flightsql.BeginSavepointActionType, flightsql.BeginTransactionActionType, flightsql.CancelQueryActionType,
+	flightsql.CreatePreparedSubstraitPlanActionType, flightsql.EndSavepointActionType, flightsql.EndTransactionActionType,
 }
 
 func (s *Service) ListActions(e *flight.Empty, stream flight.FlightService_ListActionsServer) error {

@@ -542,3 +542,13 @@ func TestStatementName(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryParamsCounted: a query run with parameters and none bound says
+// how many it has (the count was read after the statement was freed).
+func TestQueryParamsCounted(t *testing.T) {
+	s := newSandboxEnv(t)
+	_, err := s.e.Query(context.Background(), "SELECT $1::INTEGER + $2::INTEGER, $3::VARCHAR", "")
+	if err == nil || !strings.Contains(err.Error(), "has 3 parameters") {
+		t.Fatalf("error %v, want one saying the query has 3 parameters", err)
+	}
+}

@@ -339,9 +339,10 @@ func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database strin
 	if err != nil {
 		return nil, err
 	}
-	if duck.NParams(stmt) > 0 {
+	if n := duck.NParams(stmt); n > 0 {
+		// n is read before the statement is freed.
 		duck.DestroyPrepare(&stmt)
-		return nil, newError(ErrSyntax, "the query has %d parameters; prepare it and bind them", duck.NParams(stmt))
+		return nil, newError(ErrSyntax, "the query has %d parameters; prepare it and bind them", n)
 	}
 	if r := e.direct(ctx, c, stmt); r != nil {
 		return r, nil

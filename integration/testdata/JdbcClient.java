@@ -26,6 +26,11 @@ public class JdbcClient {
         try (Connection conn = DriverManager.getConnection(url, new Properties())) {
             DatabaseMetaData md = conn.getMetaData();
             check("product name", md.getDatabaseProductName(), "Apron");
+            // DBeaver reads it at connect; an int32 SqlInfo value made the
+            // driver throw ClassCastException (Integer to Long).
+            check("default transaction isolation", md.getDefaultTransactionIsolation(), Connection.TRANSACTION_NONE);
+            check("transaction isolation", conn.getTransactionIsolation(), Connection.TRANSACTION_NONE);
+            check("supports transactions", md.supportsTransactions(), false);
             try (Statement st = conn.createStatement();
                  ResultSet rs = st.executeQuery("SELECT count(*) AS n, count(DISTINCT time) AS t FROM jdbc.cpu")) {
                 rs.next();
