@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,16 @@ const (
 // maxValue bytes (0: no limit). A replayed one was accepted once and is
 // taken as it is.
 func normalize(rec arrow.RecordBatch, now time.Time, mem memory.Allocator, src batchSource, maxValue int64) (*batch, error) {
+	if src == fromClient {
+		plain, err := unviewColumns(rec, mem)
+		if err != nil {
+			return nil, err
+		}
+		if plain != nil {
+			defer plain.Release()
+			rec = plain
+		}
+	}
 	schema := rec.Schema()
 	idx := schema.FieldIndices(TimeColumn)
 	if len(idx) > 1 {
@@ -303,4 +314,31 @@ func oversizedFrom[O int32 | int64](offsets []O, a arrow.Array, max int64, from 
 func valueTooLarge(row int, size, max int64) error {
 	return fmt.Errorf("%w: row %d: a value of %d bytes is over the limit of %d bytes (--max-value-size): clients could not read it back, their gRPC messages are 4 to 16 MiB at most",
 		ErrInvalidBatch, row, size, max)
+}
+
+// unviewColumns is rec with its view columns in the plain layout
+// (views.go), or nil if it has none.
+func unviewColumns(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for i, f := range rec.Schema().Fields() {
+		if !isViewType(f.Type) {
+			continue
+		}
+		if fields == nil {
+			fields = slices.Clone(rec.Schema().Fields())
+			cols = slices.Clone(rec.Columns())
+		}
+		plain, err := unview(rec.Column(i), mem)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		defer plain.Release()
+		fields[i] = arrow.Field{Name: f.Name, Type: plain.DataType(), Nullable: f.Nullable}
+		cols[i] = plain
+	}
+	if fields == nil {
+		return nil, nil
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
 }

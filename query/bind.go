@@ -59,7 +59,11 @@ func bindValue(stmt duck.PreparedStatement, idx duck.IdxT, col arrow.Array, row 
 			st = duck.BindVarchar(stmt, idx, a.Value(row))
 		case *array.LargeString:
 			st = duck.BindVarchar(stmt, idx, a.Value(row))
+		case *array.StringView: // polars sends these; checked by validateView
+			st = duck.BindVarchar(stmt, idx, a.Value(row))
 		case *array.Binary:
+			st = duck.BindBlob(stmt, idx, a.Value(row))
+		case *array.BinaryView:
 			st = duck.BindBlob(stmt, idx, a.Value(row))
 		case *array.LargeBinary:
 			st = duck.BindBlob(stmt, idx, a.Value(row))
@@ -81,6 +85,32 @@ func bindValue(stmt duck.PreparedStatement, idx duck.IdxT, col arrow.Array, row 
 	}
 	if st == duck.StateError {
 		return fmt.Errorf("DuckDB refused the value")
+	}
+	return nil
+}
+
+// validateParams checks the view columns of a client's parameters (whose
+// views may point anywhere) before any value is read, once for all rows.
+func validateParams(params arrow.RecordBatch) error {
+	if params == nil {
+		return nil
+	}
+	for i, c := range params.Columns() {
+		if err := validateView(c); err != nil {
+			return newError(ErrSyntax, "parameter %d (%s): %v", i+1, params.Schema().Field(i).Name, err)
+		}
+	}
+	return nil
+}
+
+func validateView(a arrow.Array) error {
+	switch v := a.(type) {
+	case *array.StringView:
+		return v.ValidateFull()
+	case *array.BinaryView:
+		return v.ValidateFull()
+	case *array.Dictionary:
+		return validateView(v.Dictionary())
 	}
 	return nil
 }

@@ -183,6 +183,9 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	if nparams > 0 && (params == nil || params.NumRows() == 0) {
 		return nil, newError(ErrSyntax, "the statement has %d parameters and none are bound", nparams)
 	}
+	if err := validateParams(params); err != nil {
+		return nil, err
+	}
 	if err := e.checkDatabase(database); err != nil {
 		return nil, err
 	}
