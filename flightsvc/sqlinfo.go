@@ -104,7 +104,10 @@ func (s *SQLServer) sqlInfo() map[flightsql.SqlInfo]any {
 		flightsql.SqlInfoMaxTablesInSelect:       int64(0),
 		flightsql.SqlInfoMaxUsernameLen:          int64(0),
 
-		flightsql.SqlInfoDefaultTransactionIsolation:           int32(0), // none
+		// int64: the Flight SQL JDBC driver reads it as a Long; an int32 throws
+		// ClassCastException in getDefaultTransactionIsolation (DBeaver calls it
+		// at connect).
+		flightsql.SqlInfoDefaultTransactionIsolation:           int64(0), // none
 		flightsql.SqlInfoTransactionsSupported:                 false,
 		flightsql.SqlInfoSupportedTransactionsIsolationlevels:  int32(0),
 		flightsql.SqlInfoDataDefinitionCausesTransactionCommit: false,

@@ -50,13 +50,16 @@ func TestJDBC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The driver uses Arrow's off-heap memory: Java 17 needs the module
-	// opened to it.
-	cmd := exec.CommandContext(testCtx(t), "java", "--add-opens=java.base/java.nio=ALL-UNNAMED",
-		"-cp", jar, src, srv.Addr)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("JDBC client: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	// opened to it. Timestamps are bound and read in a UTC JVM and in one
+	// that is not.
+	for _, tz := range []string{"UTC", "America/New_York"} {
+		cmd := exec.CommandContext(testCtx(t), "java", "-Duser.timezone="+tz, "--add-opens=java.base/java.nio=ALL-UNNAMED",
+			"-cp", jar, src, srv.Addr)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != "ok" {
+			t.Fatalf("JDBC client in time zone %s: %v\nstdout:\n%s\nstderr:\n%s", tz, err, out, stderr.String())
+		}
 	}
 }

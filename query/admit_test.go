@@ -552,3 +552,23 @@ func TestQueryParamsCounted(t *testing.T) {
 		t.Fatalf("error %v, want one saying the query has 3 parameters", err)
 	}
 }
+
+// TestInsertParamsTyped: the parameters of INSERT … VALUES (?, …), which
+// DuckDB cannot type before they are bound, are announced with the types
+// of the columns they go to (the JDBC driver cannot bind a null-typed
+// parameter).
+func TestInsertParamsTyped(t *testing.T) {
+	s := newSandboxEnv(t)
+	st, err := s.e.Prepare(context.Background(), "INSERT INTO a.cpu (time, host, usage) VALUES (?, ?, ?), (?, 'x', ?)", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range st.Params.Fields() {
+		got = append(got, f.Type.String())
+	}
+	want := "timestamp[ns] utf8 float64 timestamp[ns] float64"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("parameter types %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -25,6 +25,10 @@ type insertPlan struct {
 	columns   []string // as written; nil: the table's columns in order
 	source    string   // VALUES … / SELECT …
 	castSQL   string   // the source cast to the table's types, set by planInsert
+	// targets are the columns the source's columns go to, in order, with
+	// their stored types (nil for a column not in the table yet); set by
+	// planInsert.
+	targets []arrow.DataType
 }
 
 var insertHead = regexp.MustCompile(`(?is)^\s*insert\s+into\s+`)
@@ -154,10 +158,12 @@ func (e *Engine) planInsert(p *insertPlan, stmt duck.PreparedStatement) error {
 	}
 	aliases := make([]string, n)
 	sel := make([]string, n)
+	p.targets = make([]arrow.DataType, n)
 	for i, name := range names {
 		aliases[i] = fmt.Sprintf("c%d", i+1)
 		expr := aliases[i]
 		if c, _, ok := t.Column(name); ok {
+			p.targets[i] = c.Type
 			if typ, ok := duckTypeName(c.Type); ok {
 				expr = fmt.Sprintf("CAST(%s AS %s)", aliases[i], typ)
 			}
@@ -166,6 +172,44 @@ func (e *Engine) planInsert(p *insertPlan, stmt duck.PreparedStatement) error {
 	}
 	p.castSQL = fmt.Sprintf("SELECT %s FROM (%s) AS __apron_insert(%s)", strings.Join(sel, ", "), p.source, strings.Join(aliases, ", "))
 	return nil
+}
+
+// typeInsertParams gives the parameters DuckDB could not type (a bare
+// "?" in VALUES (?, ?, ?) has no type until bound) the type of the column
+// they are inserted into, so that clients that build parameter vectors
+// from the announced types (the Flight SQL JDBC driver: a null-typed one
+// takes no value) can bind them. tree is the source's parse
+// (json_serialize_sql).
+func typeInsertParams(params *arrow.Schema, tree map[string]any, p *insertPlan) *arrow.Schema {
+	stmts, _ := tree["statements"].([]any)
+	if len(stmts) != 1 || params.NumFields() == 0 {
+		return params
+	}
+	node, _ := stmts[0].(map[string]any)["node"].(map[string]any)
+	from, _ := node["from_table"].(map[string]any)
+	if from["type"] != "EXPRESSION_LIST" {
+		return params
+	}
+	fields := params.Fields()
+	rows, _ := from["values"].([]any)
+	for _, r := range rows {
+		exprs, _ := r.([]any)
+		for j, x := range exprs {
+			e, _ := x.(map[string]any)
+			id, _ := e["identifier"].(string)
+			var k int
+			if e["class"] != "PARAMETER" || j >= len(p.targets) || p.targets[j] == nil {
+				continue
+			}
+			if _, err := fmt.Sscanf(id, "%d", &k); err != nil || k < 1 || k > len(fields) {
+				continue
+			}
+			if fields[k-1].Type.ID() == arrow.NULL {
+				fields[k-1].Type = p.targets[j]
+			}
+		}
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 // duckTypeName is the DuckDB type whose Arrow form is dt, as the write path

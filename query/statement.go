@@ -94,6 +94,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		if err := e.planInsert(st.insert, stmt); err != nil {
 			return nil, err
 		}
+		st.Params = typeInsertParams(st.Params, a.tree, st.insert)
 		return st, nil
 	}
 	if st.Schema, err = resultSchema(opts, stmt); err != nil {

@@ -23,6 +23,8 @@ public class JdbcClient {
 
     public static void main(String[] args) throws Exception {
         String url = "jdbc:arrow-flight-sql://" + args[0] + "/?useEncryption=false";
+        // Each run (one per JVM time zone) inserts rows of its own host.
+        String host = "inserted-" + java.util.TimeZone.getDefault().getID().replace('/', '-');
         try (Connection conn = DriverManager.getConnection(url, new Properties())) {
             DatabaseMetaData md = conn.getMetaData();
             check("product name", md.getDatabaseProductName(), "Apron");
@@ -42,6 +44,35 @@ public class JdbcClient {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     check("prepared with a parameter", rs.getLong(1), 143);
+                }
+            }
+            // A prepared INSERT with parameters: their types come from the
+            // target columns (null-typed, the driver could not set them).
+            try (PreparedStatement ps = conn.prepareStatement("INSERT INTO jdbc.cpu (time, host, usage) VALUES (?, ?, ?)")) {
+                ps.setTimestamp(1, java.sql.Timestamp.from(java.time.Instant.parse("2026-01-05T12:00:00.123Z")));
+                ps.setString(2, host);
+                ps.setDouble(3, 2.5);
+                check("prepared INSERT", ps.executeUpdate(), 1);
+                ps.setTimestamp(1, java.sql.Timestamp.from(java.time.Instant.parse("2026-01-05T12:00:01.456Z")));
+                ps.setString(2, host);
+                ps.setDouble(3, 3.5);
+                ps.addBatch();
+                ps.setTimestamp(1, java.sql.Timestamp.from(java.time.Instant.parse("2026-01-05T12:00:02.789Z")));
+                ps.setString(2, host);
+                ps.setNull(3, java.sql.Types.DOUBLE);
+                ps.addBatch();
+                check("prepared INSERT batch", java.util.Arrays.toString(ps.executeBatch()), "[1, 1]");
+            }
+            try (Statement st = conn.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT string_agg(epoch_ms(time)::VARCHAR || '/' || coalesce(usage::VARCHAR, 'null'), ' ' ORDER BY time) FROM jdbc.cpu WHERE host = '" + host + "'")) {
+                rs.next();
+                check("inserted rows (ms since the epoch / usage)", rs.getString(1), "1767614400123/2.5 1767614401456/3.5 1767614402789/null");
+            }
+            try (PreparedStatement ps = conn.prepareStatement("SELECT count(*) FROM jdbc.cpu WHERE host = '" + host + "' AND time >= ?")) {
+                ps.setTimestamp(1, java.sql.Timestamp.from(java.time.Instant.parse("2026-01-05T12:00:01Z")));
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    check("time >= a timestamp parameter", rs.getLong(1), 2);
                 }
             }
             try (ResultSet rs = md.getTables(null, "jdbc", "%", null)) {
