@@ -88,6 +88,14 @@ public class JdbcClient {
                 check("columns", cols.toString().trim(), "time host usage");
             }
         }
+        // The current database from the URL (the driver sends it as a
+        // "database" header): unqualified names resolve there.
+        try (Connection conn = DriverManager.getConnection(url + "&database=jdbc", new Properties());
+             Statement st = conn.createStatement();
+             ResultSet rs = st.executeQuery("SELECT count(*) FROM cpu WHERE host = 'h3'")) {
+            rs.next();
+            check("current database from the URL", rs.getLong(1), 143);
+        }
         System.out.println("ok");
     }
 }
