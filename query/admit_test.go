@@ -572,3 +572,38 @@ func TestInsertParamsTyped(t *testing.T) {
 		t.Fatalf("parameter types %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// TestUntypedParams: a parameter DuckDB cannot type (SELECT ? AS v) is
+// announced as a string, and so is a result column whose type comes from
+// it (preparing failed with "Unsupported Arrow type UNKNOWN"); a value of
+// any type binds.
+func TestUntypedParams(t *testing.T) {
+	s := newSandboxEnv(t)
+	ctx := context.Background()
+	for _, q := range []string{"SELECT ? AS v", "SELECT ? IS NULL AS n", "SELECT $1 AS a, $1 AS b"} {
+		st, err := s.e.Prepare(ctx, q, "")
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if st.Params.NumFields() == 0 || st.Params.Field(0).Type.ID() != arrow.STRING {
+			t.Errorf("%s: parameters %s, want a string", q, st.Params)
+		}
+		params := batch(s.mem, col{"p", arrow.BinaryTypes.String, []any{"x"}})
+		rdr, err := s.e.Run(ctx, st, params)
+		if err != nil {
+			params.Release()
+			t.Fatalf("%s: %v", q, err)
+		}
+		for rdr.Next() {
+		}
+		if err := rdr.Err(); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+		rdr.Release()
+		params.Release()
+	}
+	st, _ := s.e.Prepare(ctx, "SELECT ? AS v", "")
+	if st.Schema.Field(0).Type.ID() != arrow.STRING {
+		t.Errorf("SELECT ? AS v: result %s, want a string column", st.Schema)
+	}
+}

@@ -180,7 +180,7 @@ func (e *Engine) planInsert(p *insertPlan, stmt duck.PreparedStatement) error {
 // from the announced types (the Flight SQL JDBC driver: a null-typed one
 // takes no value) can bind them. tree is the source's parse
 // (json_serialize_sql).
-func typeInsertParams(params *arrow.Schema, tree map[string]any, p *insertPlan) *arrow.Schema {
+func typeInsertParams(params *arrow.Schema, untyped []bool, tree map[string]any, p *insertPlan) *arrow.Schema {
 	stmts, _ := tree["statements"].([]any)
 	if len(stmts) != 1 || params.NumFields() == 0 {
 		return params
@@ -191,6 +191,13 @@ func typeInsertParams(params *arrow.Schema, tree map[string]any, p *insertPlan) 
 		return params
 	}
 	fields := params.Fields()
+	// DuckDB's own types (a parameter inside an expression) stay; the ones
+	// it could not infer (announced as strings by paramSchema) get the
+	// column's.
+	typed := make([]bool, len(fields))
+	for i := range fields {
+		typed[i] = i >= len(untyped) || !untyped[i]
+	}
 	rows, _ := from["values"].([]any)
 	for _, r := range rows {
 		exprs, _ := r.([]any)
@@ -204,8 +211,9 @@ func typeInsertParams(params *arrow.Schema, tree map[string]any, p *insertPlan) 
 			if _, err := fmt.Sscanf(id, "%d", &k); err != nil || k < 1 || k > len(fields) {
 				continue
 			}
-			if fields[k-1].Type.ID() == arrow.NULL {
+			if !typed[k-1] {
 				fields[k-1].Type = p.targets[j]
+				typed[k-1] = true
 			}
 		}
 	}

@@ -82,7 +82,8 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	var opts duck.ArrowOptions
 	duck.ConnectionGetArrowOptions(c.c, &opts)
 	defer duck.DestroyArrowOptions(&opts)
-	if st.Params, err = paramSchema(opts, stmt); err != nil {
+	var untyped []bool
+	if st.Params, untyped, err = paramSchema(opts, stmt); err != nil {
 		return nil, err
 	}
 	if st.Kind == KindInsert {
@@ -94,7 +95,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		if err := e.planInsert(st.insert, stmt); err != nil {
 			return nil, err
 		}
-		st.Params = typeInsertParams(st.Params, a.tree, st.insert)
+		st.Params = typeInsertParams(st.Params, untyped, a.tree, st.insert)
 		return st, nil
 	}
 	if st.Schema, err = resultSchema(opts, stmt); err != nil {
@@ -123,6 +124,13 @@ func resultSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.S
 	for i := range n {
 		names[i] = duck.PreparedStatementColumnName(stmt, duck.IdxT(i))
 		types[i] = duck.PreparedStatementColumnLogicalType(stmt, duck.IdxT(i))
+		if id := duck.GetTypeId(types[i]); id == duck.TypeInvalid || id == duck.TypeAny {
+			// A column whose type comes from an untyped parameter
+			// (SELECT ? AS v) is unknown until bound: announced as a
+			// string, what such a parameter is announced as too.
+			duck.DestroyLogicalType(&types[i])
+			types[i] = duck.CreateLogicalType(duck.TypeVarchar)
+		}
 	}
 	schema, ed := duck.NewArrowSchema(opts, types, names)
 	for i := range types {
@@ -145,26 +153,31 @@ func (e *Engine) checkDatabase(database string) error {
 }
 
 // paramSchema describes a prepared statement's parameters. A parameter
-// whose type DuckDB cannot infer (SELECT $1) is null-typed: any value binds.
-func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Schema, error) {
+// whose type DuckDB cannot infer (SELECT $1) is announced as a string:
+// clients that build parameter vectors from the announced types (the
+// Flight SQL JDBC driver) cannot put a value in a null-typed one; any
+// value of any type still binds (bind.go).
+func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Schema, []bool, error) {
 	n := int(duck.NParams(stmt))
 	fields := make([]arrow.Field, n)
+	untyped := make([]bool, n)
 	for i := range n {
 		name := duck.ParameterName(stmt, duck.IdxT(i+1))
 		if name == "" {
 			name = fmt.Sprint(i + 1)
 		}
-		fields[i] = arrow.Field{Name: name, Type: arrow.Null, Nullable: true}
+		fields[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+		untyped[i] = true
 		lt := duck.ParamLogicalType(stmt, duck.IdxT(i+1))
 		if duck.GetTypeId(lt) != duck.TypeInvalid && duck.GetTypeId(lt) != duck.TypeAny {
 			sc, ed := duck.NewArrowSchema(opts, []duck.LogicalType{lt}, []string{name})
 			if errorData(ed) == nil && sc != nil && sc.NumFields() == 1 {
-				fields[i].Type = sc.Field(0).Type
+				fields[i].Type, untyped[i] = sc.Field(0).Type, false
 			}
 		}
 		duck.DestroyLogicalType(&lt)
 	}
-	return arrow.NewSchema(fields, nil), nil
+	return arrow.NewSchema(fields, nil), untyped, nil
 }
 
 // Run runs a KindQuery statement. params, if not nil, binds the
