@@ -138,3 +138,57 @@ func TestViewTypes(t *testing.T) {
 		t.Fatalf("count: %d, %v; want 2", got, err)
 	}
 }
+
+// TestTimestampParamExact: timestamp parameters are announced in
+// milliseconds (what the JDBC driver binds right), yet a client that binds
+// nanoseconds (ADBC) matches to the nanosecond.
+func TestTimestampParamExact(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	s := startServer(t, t.TempDir())
+	ctx := testCtx(t)
+	cn := adbcConn(t, s.Addr, mem)
+	rec := idRecord(mem, 0, 10) // row i at baseTime + i seconds
+	defer rec.Release()
+	if _, err := adbcIngest(ctx, cn, "ts", "t", adbc.OptionValueIngestModeCreateAppend, rec); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SetSqlQuery("SELECT count(*) FROM ts.t WHERE time = $1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ns   int64
+		want int64
+	}{{baseTime + 3e9, 1}, {baseTime + 3e9 + 1, 0}} {
+		tb := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Nanosecond})
+		tb.Append(arrow.Timestamp(c.ns))
+		col := tb.NewArray()
+		tb.Release()
+		params := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: col.DataType()}}, nil), []arrow.Array{col}, 1)
+		col.Release()
+		if err := st.Bind(ctx, params); err != nil {
+			t.Fatal(err)
+		}
+		params.Release()
+		rdr, _, err := st.ExecuteQuery(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int64
+		for rdr.Next() {
+			got += rdr.RecordBatch().Column(0).(*array.Int64).Value(0)
+		}
+		rdr.Release()
+		if got != c.want {
+			t.Errorf("time = %d ns: %d rows, want %d", c.ns, got, c.want)
+		}
+	}
+}

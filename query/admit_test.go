@@ -556,7 +556,7 @@ func TestQueryParamsCounted(t *testing.T) {
 // TestInsertParamsTyped: the parameters of INSERT … VALUES (?, …), which
 // DuckDB cannot type before they are bound, are announced with the types
 // of the columns they go to (the JDBC driver cannot bind a null-typed
-// parameter).
+// parameter), timestamps in milliseconds (announcedParams).
 func TestInsertParamsTyped(t *testing.T) {
 	s := newSandboxEnv(t)
 	st, err := s.e.Prepare(context.Background(), "INSERT INTO a.cpu (time, host, usage) VALUES (?, ?, ?), (?, 'x', ?)", "")
@@ -567,7 +567,7 @@ func TestInsertParamsTyped(t *testing.T) {
 	for _, f := range st.Params.Fields() {
 		got = append(got, f.Type.String())
 	}
-	want := "timestamp[ns] utf8 float64 timestamp[ns] float64"
+	want := "timestamp[ms, tz=UTC] utf8 float64 timestamp[ms, tz=UTC] float64"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("parameter types %q, want %q", strings.Join(got, " "), want)
 	}

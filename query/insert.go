@@ -217,7 +217,7 @@ func typeInsertParams(params *arrow.Schema, untyped []bool, tree map[string]any,
 			}
 		}
 	}
-	return arrow.NewSchema(fields, nil)
+	return arrow.NewSchema(announcedParams(fields), nil)
 }
 
 // duckTypeName is the DuckDB type whose Arrow form is dt, as the write path

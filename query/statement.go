@@ -177,7 +177,32 @@ func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Sc
 		}
 		duck.DestroyLogicalType(&lt)
 	}
-	return arrow.NewSchema(fields, nil), untyped, nil
+	return arrow.NewSchema(announcedParams(fields), nil), untyped, nil
+}
+
+// announcedParams are the parameter types announced to clients: as
+// DuckDB (or the INSERT's target columns) typed them, but timestamps in
+// milliseconds, with a zone (UTC if they had none). The Flight SQL JDBC driver's setTimestamp writes
+// milliseconds into whatever timestamp vector it is given, unscaled (a
+// driver bug: 12:00:00.123 bound as timestamp[ns] arrives as 00:29:27 of
+// 1970), and binds a timestamp[ms] parameter right. Clients that bind
+// their own vectors (ADBC) send any unit, nanoseconds included, and the
+// server converts it exactly (bind.go).
+func announcedParams(fields []arrow.Field) []arrow.Field {
+	for i, f := range fields {
+		if ts, ok := f.Type.(*arrow.TimestampType); ok {
+			zone := ts.TimeZone
+			if zone == "" {
+				// Apron's times are UTC. Without a zone the driver binds the
+				// wall-clock time of the JVM's zone (JDBC's rule for a
+				// TIMESTAMP column), hours off in a JVM not on UTC; with
+				// one it binds the instant.
+				zone = "UTC"
+			}
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: zone}
+		}
+	}
+	return fields
 }
 
 // Run runs a KindQuery statement. params, if not nil, binds the
