@@ -36,30 +36,14 @@ func unview(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 		}
 		b := array.NewStringBuilder(mem)
 		defer b.Release()
-		b.Reserve(v.Len())
-		for i := range v.Len() {
-			if v.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.Append(v.Value(i))
-			}
-		}
-		return b.NewArray(), nil
+		return copyValues(v, b, func(i int) { b.Append(v.Value(i)) }), nil
 	case *array.BinaryView:
 		if err := v.ValidateFull(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
 		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
 		defer b.Release()
-		b.Reserve(v.Len())
-		for i := range v.Len() {
-			if v.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.Append(v.Value(i))
-			}
-		}
-		return b.NewArray(), nil
+		return copyValues(v, b, func(i int) { b.Append(v.Value(i)) }), nil
 	case *array.Dictionary:
 		values, err := unview(v.Dictionary(), mem)
 		if err != nil {
@@ -70,4 +54,18 @@ func unview(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 		return array.NewDictionaryArray(dt, v.Indices(), values), nil
 	}
 	return nil, fmt.Errorf("%w: %s is not a view type", ErrInvalidBatch, a.DataType())
+}
+
+// copyValues appends every value of a to b (appendValue(i) appends value
+// i), nulls as nulls, and returns the new array.
+func copyValues(a arrow.Array, b array.Builder, appendValue func(i int)) arrow.Array {
+	b.Reserve(a.Len())
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			b.AppendNull()
+		} else {
+			appendValue(i)
+		}
+	}
+	return b.NewArray()
 }
