@@ -85,14 +85,16 @@ func TestVerify(t *testing.T) {
 	if wrongSecret == reader {
 		wrongSecret = reader[:len(reader)-4] + "1111"
 	}
-	for name, tok := range map[string]string{"malformed": "Bearer x", "unknown id": Prefix + strings.Repeat("0", 80), "wrong secret": wrongSecret} {
-		_, err := v.Verify(tok)
-		if !errors.Is(err, ErrUnauthenticated) || strings.Contains(err.Error(), tok[len(Prefix):]) {
-			t.Errorf("%s: %v", name, err)
+	for name, c := range map[string]struct{ tok, reason string }{
+		"malformed": {"Bearer x", "malformed"}, "unknown id": {Prefix + strings.Repeat("0", 80), "unknown"}, "wrong secret": {wrongSecret, "unknown"},
+	} {
+		_, err := v.Verify(c.tok)
+		if !errors.Is(err, ErrUnauthenticated) || strings.Contains(err.Error(), c.tok[len(c.tok)/2:]) || Reason(err) != c.reason {
+			t.Errorf("%s: %v (reason %q, want %q)", name, err, Reason(err), c.reason)
 		}
 	}
 	clock = now.Add(2 * time.Hour)
-	if _, err := v.Verify(reader); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "expired") {
+	if _, err := v.Verify(reader); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "expired") || Reason(err) != "expired" {
 		t.Fatalf("expired: %v", err)
 	}
 	if err := p.Check(); err == nil {
@@ -108,7 +110,7 @@ func TestVerify(t *testing.T) {
 	if err := c.ChangeTokens(path, catalog.TokenChange{Revoke: []string{adminRec.ID}, Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pa.Check(); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "revoked") {
+	if err := pa.Check(); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "revoked") || Reason(err) != "revoked" {
 		t.Fatalf("Check after revoke: %v", err)
 	}
 	if _, err := v.Verify(second); err != nil {

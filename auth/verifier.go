@@ -35,7 +35,7 @@ func NewVerifier(cat *catalog.Catalog, now func() time.Time) *Verifier {
 func (v *Verifier) Verify(token string) (*Principal, error) {
 	id, ok := ParseID(token)
 	if !ok {
-		return nil, unauthenticated(fmt.Sprintf("the credential is not an Apron token (those start with %q and are %d characters long)", Prefix, TokenLen))
+		return nil, unauthenticated("malformed", fmt.Sprintf("the credential is not an Apron token (those start with %q and are %d characters long)", Prefix, TokenLen))
 	}
 	t, err := v.lookup(id, Hash(token))
 	if err != nil {
@@ -51,13 +51,13 @@ func (v *Verifier) lookup(id string, hash [32]byte) (*catalog.Token, error) {
 	if !ok || subtle.ConstantTimeCompare(t.Hash[:], hash[:]) != 1 {
 		// Not "wrong secret": whether an id exists is not the caller's
 		// to learn without the token.
-		return nil, unauthenticated("unknown token: this server did not issue it (or its data dir was replaced); ask an admin for a token")
+		return nil, unauthenticated("unknown", "unknown token: this server did not issue it (or its data dir was replaced); ask an admin for a token")
 	}
 	if !t.Revoked.IsZero() {
-		return nil, unauthenticated(fmt.Sprintf("token %s was revoked at %s; ask an admin for a new one", t.ID, t.Revoked.UTC().Format(time.RFC3339)))
+		return nil, unauthenticated("revoked", fmt.Sprintf("token %s was revoked at %s; ask an admin for a new one", t.ID, t.Revoked.UTC().Format(time.RFC3339)))
 	}
 	if !t.Expires.IsZero() && !v.now().Before(t.Expires) {
-		return nil, unauthenticated(fmt.Sprintf("token %s expired at %s; ask an admin for a new one", t.ID, t.Expires.UTC().Format(time.RFC3339)))
+		return nil, unauthenticated("expired", fmt.Sprintf("token %s expired at %s; ask an admin for a new one", t.ID, t.Expires.UTC().Format(time.RFC3339)))
 	}
 	return t, nil
 }

@@ -88,7 +88,7 @@ func (a *authenticator) authenticate(ctx context.Context, method string) (contex
 	}
 	p, err := a.v.Verify(token)
 	if err != nil {
-		return nil, "", a.refuse(ctx, method, reasonOf(err), err)
+		return nil, "", a.refuse(ctx, method, auth.Reason(err), err)
 	}
 	ctx = auth.NewContext(ctx, p)
 	return a.ownSession(ctx, p), token, nil
@@ -118,17 +118,6 @@ func credential(v string) (string, error) {
 		return password, nil
 	}
 	return "", fmt.Errorf("%w: the authorization header must be \"Bearer <token>\" or \"Basic <base64 of user:token>\"", auth.ErrUnauthenticated)
-}
-
-// reasonOf names a verification failure for the failures metric.
-func reasonOf(err error) string {
-	msg := err.Error()
-	for _, r := range []string{"revoked", "expired", "unknown"} {
-		if strings.Contains(msg, r) {
-			return r
-		}
-	}
-	return "malformed"
 }
 
 // refuse counts and logs (rate-limited, with the client's address, never
