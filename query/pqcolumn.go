@@ -166,6 +166,20 @@ func (c *pqColumn) readDict(p *file.DictionaryPage) error {
 	return c.p.convert(c.dict, p.Data(), 0, n)
 }
 
+// nextRun is the next run of at most want rows within one page (the next
+// page read first if this one is done), with its definition levels and
+// valid count (as defsOf).
+func (c *pqColumn) nextRun(want int) (n int, levels []uint32, nv int, err error) {
+	if c.left == 0 {
+		if err := c.nextPage(); err != nil {
+			return 0, nil, 0, err
+		}
+	}
+	n = min(want, c.left)
+	levels, nv, err = c.defsOf(n)
+	return n, levels, nv, err
+}
+
 // defsOf reads the definition levels of the next n rows of the page: nil
 // when all n are valid, else a level (1 valid, 0 NULL) a row; nv is how
 // many are valid.
@@ -252,13 +266,7 @@ func (c *pqColumn) emitFixed(vec duck.Vector, k int) error {
 	out := unsafe.Slice((*byte)(duck.VectorGetData(vec)), k*w)
 	var mask []uint64
 	for done := 0; done < k; {
-		if c.left == 0 {
-			if err := c.nextPage(); err != nil {
-				return err
-			}
-		}
-		n := min(k-done, c.left)
-		lv, nv, err := c.defsOf(n)
+		n, lv, nv, err := c.nextRun(k - done)
 		if err != nil {
 			return err
 		}

@@ -253,13 +253,7 @@ func (c *pqColumn) emitBytes(vec duck.Vector, k int) error {
 		mask[r>>6] &^= 1 << (r & 63)
 	}
 	for done := 0; done < k; {
-		if c.left == 0 {
-			if err := c.nextPage(); err != nil {
-				return err
-			}
-		}
-		n := min(k-done, c.left)
-		lv, nv, err := c.defsOf(n)
+		n, lv, nv, err := c.nextRun(k - done)
 		if err != nil {
 			return err
 		}
