@@ -53,7 +53,7 @@ func ParseCreate(body []byte, now time.Time) (*catalog.Token, error) {
 		return nil, fmt.Errorf("%w: the body must be a JSON object {\"description\", \"permissions\", \"expires_in\"}: %w", ErrInvalidRequest, err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: the body has data after its JSON object", ErrInvalidRequest)
 	}
 	if len(req.Description) > maxDescription {
 		return nil, fmt.Errorf("%w: description is %d bytes, at most %d", ErrInvalidRequest, len(req.Description), maxDescription)
@@ -112,7 +112,7 @@ func parsePermissions(raw json.RawMessage, t *catalog.Token) error {
 		}
 		if p.Database != catalog.AllDatabases {
 			if err := catalog.ValidateDatabaseName(p.Database); err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+				return fmt.Errorf("%w: permissions: %w", ErrInvalidRequest, err)
 			}
 		}
 		g := grants[p.Database]
@@ -129,7 +129,7 @@ func parsePermissions(raw json.RawMessage, t *catalog.Token) error {
 			case "metrics":
 				return fmt.Errorf("%w: \"metrics\" is not per database: give it as {\"actions\": [\"metrics\"]}", ErrInvalidRequest)
 			default:
-				return fmt.Errorf("%w: action %q: want \"read\" or \"write\"", ErrInvalidRequest, a)
+				return fmt.Errorf("%w: permissions: action %q on database %q: want \"read\" or \"write\"", ErrInvalidRequest, a, p.Database)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 )
@@ -186,5 +187,50 @@ func TestAuthTokenCLI(t *testing.T) {
 	b, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "UNAUTHENTICATED") {
 		t.Fatalf("list without a token: %v\n%s", err, b)
+	}
+}
+
+// TestAuthHostileActionBodies: malformed bodies of the token actions are
+// refused INVALID_ARGUMENT, saying what the body must be, and change
+// nothing.
+func TestAuthHostileActionBodies(t *testing.T) {
+	s := startAuthServer(t, t.TempDir())
+	fc := flightClient(t, s.Addr)
+	ctx := testCtx(t)
+	before, err := tokenAction(ctx, fc, s.Admin, "apron.token.list", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ action, body string }{
+		{"apron.token.create", `{`},
+		{"apron.token.create", `[]`},
+		{"apron.token.create", `{"permissions": "root"}`},
+		{"apron.token.create", `{"permissions": [{"database": "../x", "actions": ["read"]}]}`},
+		{"apron.token.create", `{"permissions": [{"database": "a", "actions": ["drop"]}]}`},
+		{"apron.token.create", `{"permissions": "admin", "expires_in": "-5m"}`},
+		{"apron.token.create", `{"permissions": "admin", "extra": true}`},
+		{"apron.token.create", `{"permissions": "admin"} trailing`},
+		{"apron.token.create", `{"permissions": "admin", "description": "` + strings.Repeat("x", 2000) + `"}`},
+		{"apron.token.create", `{"permissions": "admin", "description": "` + strings.Repeat("x", 2<<20) + `"}`},
+		{"apron.token.revoke", ``},
+		{"apron.token.revoke", `{"id": ""}`},
+		{"apron.token.revoke", `{"id": "x", "also": "y"}`},
+		{"apron.token.revoke", `"x"`},
+	} {
+		stream, err := fc.DoAction(bearer(ctx, s.Admin), &flight.Action{Type: c.action, Body: []byte(c.body)})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		body := c.body
+		if len(body) > 60 {
+			body = body[:60] + "…"
+		}
+		if code, msg := grpcCode(err); code != codes.InvalidArgument || !strings.Contains(msg, "body") && !strings.Contains(msg, "permissions") && !strings.Contains(msg, "expires_in") && !strings.Contains(msg, "description") {
+			t.Errorf("%s %q: %v %q, want INVALID_ARGUMENT saying what is wrong", c.action, body, code, msg)
+		}
+	}
+	after, err := tokenAction(ctx, fc, s.Admin, "apron.token.list", nil)
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("tokens after the refused actions: %d (%v), before %d", len(after), err, len(before))
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/objstore"
 )
@@ -605,5 +607,31 @@ func TestUntypedParams(t *testing.T) {
 	st, _ := s.e.Prepare(ctx, "SELECT ? AS v", "")
 	if st.Schema.Field(0).Type.ID() != arrow.STRING {
 		t.Errorf("SELECT ? AS v: result %s, want a string column", st.Schema)
+	}
+}
+
+// TestMalformedViewParamRefused: a string_view parameter whose view
+// points past its data is refused before any value is read.
+func TestMalformedViewParamRefused(t *testing.T) {
+	s := newSandboxEnv(t)
+	ctx := context.Background()
+	st, err := s.e.Prepare(ctx, "SELECT count(*) FROM a.cpu WHERE host = $1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewStringViewBuilder(s.mem)
+	b.Append(strings.Repeat("h", 40))
+	good := b.NewArray()
+	b.Release()
+	defer good.Release()
+	d := good.Data()
+	badData := array.NewData(arrow.BinaryTypes.StringView, 1, []*memory.Buffer{nil, d.Buffers()[1], memory.NewBufferBytes(d.Buffers()[2].Bytes()[:8])}, nil, 0, 0)
+	defer badData.Release()
+	bad := array.MakeFromData(badData)
+	defer bad.Release()
+	params := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.BinaryTypes.StringView}}, nil), []arrow.Array{bad}, 1)
+	defer params.Release()
+	if _, err := s.e.Run(ctx, st, params); err == nil || !strings.Contains(err.Error(), "parameter 1") {
+		t.Fatalf("malformed string_view parameter: %v, want it refused", err)
 	}
 }
