@@ -91,6 +91,7 @@ func (a *authenticator) authenticate(ctx context.Context, method string) (contex
 		return nil, "", a.refuse(ctx, method, auth.Reason(err), err)
 	}
 	ctx = auth.NewContext(ctx, p)
+	callFrom(ctx).setToken(p.ID())
 	return a.ownSession(ctx, p), token, nil
 }
 
@@ -120,12 +121,17 @@ func credential(v string) (string, error) {
 	return "", fmt.Errorf("%w: the authorization header must be \"Bearer <token>\" or \"Basic <base64 of user:token>\"", auth.ErrUnauthenticated)
 }
 
-// refuse counts and logs (rate-limited, with the client's address, never
-// the credential) a refused call and returns its status.
+// refuse counts and logs (rate-limited, with the client's address and
+// the request id, never the credential) a refused call and returns its
+// status. This is the call's one line above debug: the call's own log
+// line (requestlog.go) stays at debug for a refusal, so that a client
+// retrying a bad token cannot flood the log past the rate limit.
 func (a *authenticator) refuse(ctx context.Context, method, reason string, err error) error {
 	a.failures.WithLabelValues(reason).Inc()
+	c := callFrom(ctx)
+	c.setRefused()
 	if n, ok := a.logs.Allow(); ok {
-		a.log.Warn("authentication failed", "client", peerAddr(ctx), "method", strings.TrimPrefix(method, flightServicePrefix),
+		a.log.Warn("authentication failed", "request_id", c.requestID(), "client", peerAddr(ctx), "method", strings.TrimPrefix(method, flightServicePrefix),
 			"reason", reason, "err", err, "suppressed_since_last", n)
 	}
 	return statusOf(err)

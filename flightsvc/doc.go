@@ -70,4 +70,20 @@
 //
 // Domain errors become gRPC status codes in one place: statusOf in
 // status.go.
+//
+// # Request log and metrics
+//
+// The first interceptor of every call, before authentication
+// (requestlog.go), gives it a request id (the client's x-request-id if
+// it is a short token, else 16 hex digits; requestid.go), answers it in
+// the response header (and trailer, on failure) and puts a call record
+// in the context (callinfo.go). It classifies the call by its request
+// (the descriptor, ticket, first DoPut message or action: the Flight SQL
+// command kind) and counts the Arrow bytes each way; the authenticator
+// adds the token id, the handlers the database, the SQL and the rows sent
+// and received. When the call ends it is counted (rpc_metrics.go) and
+// logged: at debug always, at info when slow (Config.SlowQueryThreshold)
+// or failed for the client's reason, at warn or error when failed for the
+// server's. A refused call's line stays at debug: the authenticator logs
+// the refusal itself, rate-limited.
 package flightsvc

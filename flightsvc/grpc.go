@@ -30,6 +30,7 @@ const WriteHealthService = "apron.v1.Write"
 func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	svc.sql.auth.drain = svc.drainPut
 	authUnary, authStream := svc.sql.auth.interceptors()
+	callUnary, callStream := svc.sql.calls.interceptors()
 	unary, stream := sessionInterceptors(svc.sql.sessions, svc.sql.log)
 	// FlightData bodies are decoded into recycled memory (bodyCodec); plain
 	// Go memory underneath, so a body never given back is just garbage.
@@ -37,8 +38,10 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 	svc.bodies = bodies
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
-		// Authentication first: a refused call reaches nothing else.
-		grpc.ChainUnaryInterceptor(authUnary, unary), grpc.ChainStreamInterceptor(authStream, stream),
+		// The request id and the call's log line and metrics first, so
+		// that a refused call has them too; then authentication: a
+		// refused call reaches nothing else.
+		grpc.ChainUnaryInterceptor(callUnary, authUnary, unary), grpc.ChainStreamInterceptor(callStream, authStream, stream),
 		grpc.ForceServerCodecV2(newBodyCodec(bodies)),
 		experimental.BufferPool(&framePool{}),
 	}, opts...)

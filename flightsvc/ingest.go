@@ -32,6 +32,7 @@ type writeStream struct {
 	opts      catalog.WriteOptions // for the first batch; later ones append
 	ack       func(buffer.WriteResult, int64) error
 	who       *auth.Principal
+	call      *call // counts the rows received
 
 	pending chan *buffer.PendingWrite
 	done    chan struct{} // closed when the waiter has returned
@@ -48,7 +49,7 @@ type writeStream struct {
 }
 
 func (s *SQLServer) newWriteStream(ctx context.Context, db, table string, opts catalog.WriteOptions, ack func(buffer.WriteResult, int64) error) *writeStream {
-	w := &writeStream{s: s, ctx: ctx, db: db, table: table, opts: opts, ack: ack, who: auth.FromContext(ctx),
+	w := &writeStream{s: s, ctx: ctx, db: db, table: table, opts: opts, ack: ack, who: auth.FromContext(ctx), call: callFrom(ctx),
 		pending: make(chan *buffer.PendingWrite, ingestWindow-1), done: make(chan struct{}), failedc: make(chan struct{})}
 	go w.wait()
 	return w
@@ -87,6 +88,7 @@ var errStreamFailed = errors.New("an earlier batch of the stream failed")
 // submit checks the token (a token revoked or expired while the stream is
 // open writes no further batch) and queues rec.
 func (w *writeStream) submit(rec arrow.RecordBatch) error {
+	w.call.received(rec.NumRows())
 	if err := w.who.Check(); err != nil {
 		return err
 	}
@@ -162,6 +164,7 @@ func (w *writeStream) run(rdr flight.MessageReader) (int64, error) {
 // created or found. It returns the rows durably written, also when it
 // fails part way; after a failed batch the next one read ends it.
 func (s *SQLServer) ingest(ctx context.Context, db, table string, opts catalog.WriteOptions, rdr flight.MessageReader) (int64, error) {
+	callFrom(ctx).setDatabase(db)
 	if err := auth.FromContext(ctx).Write(db); err != nil {
 		return 0, err
 	}
@@ -176,6 +179,7 @@ func (s *SQLServer) ingest(ctx context.Context, db, table string, opts catalog.W
 // for a message that will not come. That goroutine owns rdr (it releases
 // it); it ends once the call has (gRPC then cancels the stream's Recv).
 func (s *SQLServer) ingestAcked(ctx context.Context, db, table string, opts catalog.WriteOptions, rdr flight.MessageReader, ack func(buffer.WriteResult, int64) error) (int64, error) {
+	callFrom(ctx).setDatabase(db)
 	if err := auth.FromContext(ctx).Write(db); err != nil {
 		rdr.Release()
 		return 0, err

@@ -125,6 +125,7 @@ func (s *Service) rangeInfo(ctx context.Context, d *flight.FlightDescriptor, r *
 // client may read the file from the object store itself). Buffered and
 // persisted endpoints come from one buffer.View: each row is in exactly one.
 func (s *Service) tableInfo(ctx context.Context, d *flight.FlightDescriptor, db, table string, lo, hi int64) (*flight.FlightInfo, error) {
+	callFrom(ctx).setDatabase(db)
 	if err := auth.FromContext(ctx).Read(db); err != nil {
 		return nil, err
 	}
@@ -194,6 +195,8 @@ func overlaps(chunks []buffer.Chunk, lo, hi int64) bool {
 // doGetBuffer streams one table's rows buffered in one segment, in the
 // table's current schema.
 func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stream flight.FlightService_DoGetServer) error {
+	rpc := callFrom(ctx)
+	rpc.setDatabase(t.Database)
 	who := auth.FromContext(ctx)
 	if err := who.Read(t.Database); err != nil {
 		return err
@@ -240,6 +243,7 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		if err := writeProjected(w, c, schema, s.sql.mem); err != nil {
 			return err
 		}
+		rpc.sent(c.Rec.NumRows())
 	}
 	return nil
 }
@@ -256,6 +260,7 @@ func writeProjected(w *flight.Writer, c buffer.Chunk, schema *arrow.Schema, mem 
 // doGetParquet streams one persisted Parquet file in the table's current
 // schema.
 func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, stream flight.FlightService_DoGetServer) error {
+	callFrom(ctx).setDatabase(t.Database)
 	if err := auth.FromContext(ctx).Read(t.Database); err != nil {
 		return err
 	}
@@ -345,13 +350,16 @@ func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow
 	}
 	defer rr.Release()
 	who := auth.FromContext(ctx)
+	rpc := callFrom(ctx)
 	for rr.Next() {
 		if err := who.Check(); err != nil {
 			return err
 		}
-		if err := writeProjected(w, buffer.Chunk{Rec: rr.RecordBatch()}, schema, s.sql.mem); err != nil {
+		rec := rr.RecordBatch()
+		if err := writeProjected(w, buffer.Chunk{Rec: rec}, schema, s.sql.mem); err != nil {
 			return err
 		}
+		rpc.sent(rec.NumRows())
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("reading %q: %w", path, err)

@@ -112,6 +112,9 @@ func (s *SQLServer) DoPutPreparedStatementQuery(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, statusOf(err)
 	}
+	if params != nil {
+		callFrom(ctx).received(params.NumRows())
+	}
 	if err := s.prepared.bind(handle, auth.FromContext(ctx).ID(), params); err != nil {
 		return nil, statusOf(err)
 	}
@@ -154,6 +157,7 @@ func (s *SQLServer) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Pr
 	if err != nil {
 		return nil, nil, statusOf(err)
 	}
+	callFrom(ctx).setSQL(st.SQL, st.Database)
 	if params != nil {
 		defer params.Release()
 	}
@@ -179,6 +183,7 @@ func (s *SQLServer) DoPutPreparedStatementUpdate(ctx context.Context, cmd flight
 	if err != nil {
 		return 0, statusOf(err)
 	}
+	callFrom(ctx).setSQL(st.SQL, st.Database)
 	if bound != nil {
 		defer bound.Release()
 	}
@@ -187,6 +192,7 @@ func (s *SQLServer) DoPutPreparedStatementUpdate(ctx context.Context, cmd flight
 		return 0, statusOf(err)
 	}
 	if params != nil {
+		callFrom(ctx).received(params.NumRows())
 		defer params.Release()
 	} else {
 		params = bound

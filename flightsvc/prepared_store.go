@@ -257,6 +257,14 @@ func (p *preparedStore) close(handle []byte, owner string) error {
 	return nil
 }
 
+// open is the number of handles held (apron_prepared_statements),
+// expired ones not yet swept included.
+func (p *preparedStore) open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.m)
+}
+
 func (p *preparedStore) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -40,6 +40,12 @@ type Config struct {
 	Auth *auth.Verifier
 	// Registerer takes the service's metrics; nil: none.
 	Registerer prometheus.Registerer
+	// SlowQueryThreshold is the duration past which a call (a query, an
+	// ingest stream, any RPC) is logged at info as a slow request, with
+	// its request id, SQL and rows (--slow-query-threshold). 0 means
+	// DefaultSlowQueryThreshold; negative: no call is slow. Every call is
+	// logged at debug, and a failed one at info or above, whatever this is.
+	SlowQueryThreshold time.Duration
 }
 
 // DefaultQueryIdleTimeout is the QueryIdleTimeout `apron serve` starts
@@ -59,6 +65,8 @@ type SQLServer struct {
 	prepared *preparedStore
 	running  *runningQueries
 	auth     *authenticator
+	calls    *callObserver  // the first interceptor: request ids, the log line and metrics of every call
+	metrics  *rpcMetrics    // nil without a Registerer
 	verifier *auth.Verifier // nil: authentication off
 	closed   chan struct{}  // closed by Close
 }
@@ -76,6 +84,12 @@ func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLSe
 	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(), idle: cfg.QueryIdleTimeout,
 		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries(), closed: make(chan struct{})}
 	s.auth = newAuthenticator(cfg.Auth, s.sessions, log, cfg.Registerer)
+	m, err := newRPCMetrics(cfg.Registerer, s.prepared)
+	if err != nil {
+		return nil, fmt.Errorf("flightsvc: registering metrics: %w", err)
+	}
+	s.metrics = m
+	s.calls = newCallObserver(log, cfg.SlowQueryThreshold, m)
 	s.verifier = cfg.Auth
 	s.Alloc = s.mem
 	for id, v := range s.sqlInfo() {
@@ -86,8 +100,10 @@ func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLSe
 	return s, nil
 }
 
-// Close releases the parameters bound to open prepared statements.
+// Close releases the parameters bound to open prepared statements (and
+// unregisters the gauge that counts them).
 func (s *SQLServer) Close() {
+	s.metrics.unregister()
 	s.prepared.closeAll()
 	select {
 	case <-s.closed:

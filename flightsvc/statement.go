@@ -99,7 +99,9 @@ func (s *SQLServer) prepareQuery(ctx context.Context, cmd flightsql.StatementQue
 // statement by DuckDB's parse of it (query/admit.go); its refusal names
 // the statement.
 func (s *SQLServer) prepare(ctx context.Context, sql string) (*query.Statement, error) {
-	return s.eng.Prepare(ctx, sql, currentDatabase(ctx))
+	db := currentDatabase(ctx)
+	callFrom(ctx).setSQL(sql, db)
+	return s.eng.Prepare(ctx, sql, db)
 }
 
 // DoGetStatement runs the query of a ticket and streams its result.
@@ -108,6 +110,7 @@ func (s *SQLServer) DoGetStatement(ctx context.Context, tkt flightsql.StatementQ
 	if err != nil {
 		return nil, nil, statusOf(err)
 	}
+	callFrom(ctx).setSQL(t.SQL, t.Database)
 	if t.Token != auth.FromContext(ctx).ID() {
 		return nil, nil, statusOf(errNotOwner("ticket"))
 	}
@@ -216,14 +219,21 @@ func (s *SQLServer) stream(ctx context.Context, rdr array.RecordReader, done fun
 			timer = time.NewTimer(s.idle)
 			defer timer.Stop()
 		}
+		rpc := callFrom(ctx)
 		send := func(c flight.StreamChunk) bool {
 			var idle <-chan time.Time
 			if timer != nil {
 				timer.Reset(s.idle)
 				idle = timer.C
 			}
+			// Counted before the send: the receiver releases the batch.
+			var rows int64
+			if c.Data != nil {
+				rows = c.Data.NumRows()
+			}
 			select {
 			case ch <- c:
+				rpc.sent(rows)
 				return true
 			case <-ctx.Done():
 			case <-idle:
