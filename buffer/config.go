@@ -69,6 +69,10 @@ type Config struct {
 	// (listing catalogs, segment files and orphans) before failing.
 	StartupStoreTimeout time.Duration
 
+	// ReplayProgress, when set, is updated while Open replays the WAL, so
+	// that another goroutine can report how far it has come.
+	ReplayProgress *ReplayProgress
+
 	WALFS      wal.FS // nil: the OS file system
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apron-db/apron/catalog"
@@ -41,6 +42,18 @@ type persistState struct {
 	notify     chan struct{}
 	cancel     context.CancelFunc
 	done       chan struct{}
+	// drain is closed by FinishPersist (shutdown.go): the persister
+	// finishes what it is persisting, starts nothing new, and retries no
+	// failed attempt.
+	drain     chan struct{}
+	drainOnce sync.Once
+	// current is the id of the segment being persisted, 0 if none.
+	current atomic.Uint64
+	// abandoned: FinishPersist's deadline passed with the cancelled
+	// persister still running (in an encoding that stops only at its next
+	// write). Close then does not wait for it, nor unlock the data dir,
+	// which it may still write to: the process exit does.
+	abandoned atomic.Bool
 
 	errMu    sync.Mutex
 	lastErr  error     // of the last failed step; nil once a segment persists
@@ -287,6 +300,7 @@ func (b *WriteBuffer) removeOrphans(ctx context.Context, segs []PersistedSegment
 
 func (b *WriteBuffer) startPersister() {
 	b.persist.done = make(chan struct{})
+	b.persist.drain = make(chan struct{})
 	if b.persist.store == nil {
 		close(b.persist.done)
 		return
@@ -304,7 +318,7 @@ func (b *WriteBuffer) stopPersister() {
 	if b.persist.cancel != nil {
 		b.persist.cancel()
 	}
-	if b.persist.done != nil {
+	if b.persist.done != nil && !b.persist.abandoned.Load() {
 		<-b.persist.done
 	}
 }
@@ -319,6 +333,9 @@ func (b *WriteBuffer) kickPersister() {
 func (b *WriteBuffer) persister(ctx context.Context) {
 	defer close(b.persist.done)
 	for {
+		if b.draining() {
+			return
+		}
 		seg := b.nextToPersist()
 		if seg == nil && b.cat.Version() > b.persist.catVersion {
 			if _, err := b.persistCatalog(ctx, b.cat.Version()); err != nil {
@@ -329,6 +346,8 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 		if seg == nil {
 			select {
 			case <-ctx.Done():
+				return
+			case <-b.persist.drain:
 				return
 			case <-b.persist.notify:
 				continue
@@ -365,6 +384,10 @@ func (b *WriteBuffer) retry(ctx context.Context, what string, fn func() error) e
 			return ctx.Err()
 		}
 		b.notePersistFailure(what, attempt, err)
+		if b.draining() {
+			b.log.Warn("persist step failed; not retried: shutting down", "step", what, "attempt", attempt, "err", err)
+			return fmt.Errorf("%w: %s: %w", errDraining, what, err)
+		}
 		b.log.Warn("persist step failed; retrying", "step", what, "attempt", attempt, "err", err)
 		d := b.cfg.PersistRetryMin << min(attempt-1, 30)
 		if d > b.cfg.PersistRetryMax || d <= 0 {
@@ -376,6 +399,9 @@ func (b *WriteBuffer) retry(ctx context.Context, what string, fn func() error) e
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
+		case <-b.persist.drain:
+			t.Stop()
+			return fmt.Errorf("%w: %s: %w", errDraining, what, err)
 		case <-t.C:
 		}
 	}
@@ -431,10 +457,11 @@ func (b *WriteBuffer) countStoreFailure(op string, err error) {
 // waiting, and while attempts fail, since when, how many, and the last
 // error.
 type PersistHealth struct {
-	Waiting  int // closed segments not yet persisted
-	Failures int
-	Since    time.Time
-	LastErr  error
+	Waiting    int    // closed segments not yet persisted
+	Persisting uint64 // the segment being persisted, 0 if none
+	Failures   int
+	Since      time.Time
+	LastErr    error
 }
 
 // PersistHealth is the state of persistence now.
@@ -447,6 +474,7 @@ func (b *WriteBuffer) PersistHealth() PersistHealth {
 		}
 	}
 	b.mu.Unlock()
+	h.Persisting = b.persist.current.Load()
 	b.persist.errMu.Lock()
 	defer b.persist.errMu.Unlock()
 	h.Failures, h.Since, h.LastErr = b.persist.failures, b.persist.since, b.persist.lastErr
@@ -521,6 +549,8 @@ type partTask struct {
 // succeeds; only ctx (Close) stops it, with the error of ctx.
 func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	start := time.Now()
+	b.persist.current.Store(seg.id)
+	defer b.persist.current.Store(0)
 
 	// 1. The catalog, if the store lacks this version. The snapshot comes
 	// first: the file saved next is at least as new, so it describes every
@@ -554,14 +584,19 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
+		failed   atomic.Bool
 		next     = make(chan int)
 	)
 	for range min(b.cfg.PersistConcurrency, len(tasks)) {
 		wg.Go(func() {
 			for i := range next {
+				if failed.Load() {
+					continue // the segment cannot commit in this attempt
+				}
 				f, err := b.persistFile(ctx, seg.id, tasks[i])
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
 					continue
 				}
 				files[i] = f
@@ -586,7 +621,12 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		return 0
 	})
 
-	// 3. The segment file: the commit point.
+	// 3. The segment file: the commit point. Never once cancelled: Close
+	// may have released the segment's memory under a persist it does not
+	// wait for (FinishPersist), and what it read since is not the segment.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	ps := PersistedSegment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files,
 		WriterID: b.persist.writerID}
@@ -701,7 +741,7 @@ func (b *WriteBuffer) persistFile(ctx context.Context, segID uint64, t partTask)
 		crc uint32
 	)
 	if err := b.retry(ctx, "writing "+name, func() (err error) {
-		f, pf, sz, crc, err = b.encodeToTemp(t)
+		f, pf, sz, crc, err = b.encodeToTemp(ctx, t)
 		return err
 	}); err != nil {
 		return PersistedFile{}, err
@@ -721,18 +761,25 @@ func (b *WriteBuffer) persistFile(ctx context.Context, segID uint64, t partTask)
 		Database: t.key.Database, Table: t.key.Table, Partition: partitionName(t.day)}, nil
 }
 
+// countingWriter counts what the Parquet writer writes, and fails once
+// ctx ends: a cancelled persist stops encoding at its next write instead
+// of finishing a file nobody will upload.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	ctx context.Context
+	w   io.Writer
+	n   int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
 }
 
-func (b *WriteBuffer) encodeToTemp(t partTask) (_ *os.File, _ partFile, size int64, crc uint32, err error) {
+func (b *WriteBuffer) encodeToTemp(ctx context.Context, t partTask) (_ *os.File, _ partFile, size int64, crc uint32, err error) {
 	f, err := os.CreateTemp(b.persist.tmpDir, "part-*.parquet")
 	if err != nil {
 		return nil, partFile{}, 0, 0, err
@@ -744,7 +791,7 @@ func (b *WriteBuffer) encodeToTemp(t partTask) (_ *os.File, _ partFile, size int
 		}
 	}()
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	cw := &countingWriter{ctx: ctx, w: io.MultiWriter(f, h)}
 	bw := bufio.NewWriterSize(cw, 1<<20)
 	pf, err := writePartition(bw, t.schema.ArrowSchema(), t.chunks, b.mem)
 	if err != nil {

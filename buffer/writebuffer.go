@@ -430,7 +430,9 @@ func (b *WriteBuffer) Segment(id uint64) (*Segment, bool) {
 }
 
 // Close stops taking writes, waits for writes in flight, closes the WAL
-// and saves the catalog. Buffered data is released.
+// and saves the catalog. Buffered data is released, but for segments a
+// View still holds (see WaitReaders): those are freed by their last
+// View's Release.
 func (b *WriteBuffer) Close() error {
 	b.mu.Lock()
 	if b.mu.closing {
@@ -457,10 +459,16 @@ func (b *WriteBuffer) Close() error {
 			errs = append(errs, fmt.Errorf("buffer: saving catalog: %w", err))
 		}
 	}
-	for _, s := range append(b.mu.closed, b.mu.open) {
-		s.release()
+	if left := releaseUnread(append(b.mu.closed, b.mu.open)); left > 0 {
+		b.log.Error("closing the buffer while queries still read it: the memory of the segments they read is left to them (freed by their last reader, or at exit), not freed under them",
+			"segments", left)
 	}
 	b.metrics.unregister()
+	if b.persist.abandoned.Load() {
+		// The persister still runs and may write to the data dir: it
+		// stays locked until the process exits.
+		return errors.Join(errs...)
+	}
 	if err := b.lock.release(); err != nil {
 		errs = append(errs, fmt.Errorf("buffer: unlocking the data dir: %w", err))
 	}

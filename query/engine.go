@@ -136,7 +136,8 @@ type Engine struct {
 		idle   []*conn
 		active map[*conn]struct{}
 		open   int
-		closed bool
+		closed bool // no query starts any more (Drain or Close)
+		shut   bool // Close ran
 	}
 	queries       atomic.Int64 // queries started
 	chunksScanned atomic.Int64 // buffered chunks read by scans
@@ -227,10 +228,11 @@ func (e *Engine) closeDuckDB() {
 // return.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	if e.mu.closed {
+	if e.mu.shut {
 		e.mu.Unlock()
 		return nil
 	}
+	e.mu.shut = true
 	e.mu.closed = true
 	for c := range e.mu.active {
 		duck.Interrupt(c.c)

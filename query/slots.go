@@ -96,9 +96,20 @@ func (e *Engine) acquire(ctx context.Context, system bool) (*conn, error) {
 func (e *Engine) release(c *conn) {
 	e.dropState(c.id)
 	sem := c.sem
-	if err := c.end(); err != nil {
-		// The connection's state is unknown: it is not reused.
-		e.log.Warn("ending a query's transaction failed; the connection is closed", "err", err)
+	e.mu.Lock()
+	closing := e.mu.closed
+	e.mu.Unlock()
+	// Once the engine closes no connection is reused: it is closed rather
+	// than rolled back (Drain's interrupts may fall on the ROLLBACK).
+	var err error
+	if !closing {
+		err = c.end()
+	}
+	if closing || err != nil {
+		if err != nil {
+			// The connection's state is unknown: it is not reused.
+			e.log.Warn("ending a query's transaction failed; the connection is closed", "err", err)
+		}
 		e.mu.Lock()
 		delete(e.mu.active, c)
 		e.mu.open--

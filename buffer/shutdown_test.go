@@ -1,0 +1,196 @@
+package buffer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// gatedStore holds every upload of a Parquet file until open is closed
+// (or the upload's context ends), so that a test can stop the buffer
+// while a persist is in progress.
+type gatedStore struct {
+	objstore.Store
+	open chan struct{}
+}
+
+func (g *gatedStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
+	if strings.HasPrefix(name, dbsPrefix) {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Store.Put(ctx, name, data, size, opts)
+}
+
+// persistingSegment waits until the persister works on a segment.
+func persistingSegment(t *testing.T, b *WriteBuffer) uint64 {
+	t.Helper()
+	waitFor(t, "a persist in progress", func() bool { return b.PersistHealth().Persisting != 0 })
+	return b.PersistHealth().Persisting
+}
+
+func sortedRows(rs []row) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sameRows(t *testing.T, got, want []row) {
+	t.Helper()
+	g, w := sortedRows(got), sortedRows(want)
+	if len(g) != len(w) {
+		t.Fatalf("%d rows, want %d", len(g), len(w))
+	}
+	for i := range g {
+		if g[i] != w[i] {
+			t.Fatalf("row %d: %s, want %s", i, g[i], w[i])
+		}
+	}
+}
+
+// TestFinishPersist: during a shutdown the persist in progress runs on to
+// its commit point and no other starts; cut short by its context, it is
+// redone by the next Open, with every row once.
+func TestFinishPersist(t *testing.T) {
+	t.Run("finishes", func(t *testing.T) {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		defer mem.AssertSize(t, 0)
+		inner := objstore.NewMemory()
+		defer inner.Close()
+		store := &gatedStore{Store: inner, open: make(chan struct{})}
+		b := openBuffer(t, persistConfig(t, mem, store))
+		want := genRows(t0.UnixNano(), 500, 1)
+		write(t, b, "cpu", cpuSchema, want)
+		id := roll(t, b)
+		if got := persistingSegment(t, b); got != id {
+			t.Fatalf("persisting segment %d, want %d", got, id)
+		}
+		done := make(chan error, 1)
+		go func() { done <- b.FinishPersist(context.Background()) }()
+		// A segment closed during the shutdown is left to the next start.
+		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+1e9, 10, 1))
+		next := roll(t, b)
+		close(store.open)
+		if err := <-done; err != nil {
+			t.Fatalf("FinishPersist: %v", err)
+		}
+		if !isPersisted(b, id) {
+			t.Fatalf("segment %d not persisted once FinishPersist returned", id)
+		}
+		if isPersisted(b, next) {
+			t.Fatalf("segment %d, closed during the shutdown, was persisted too", next)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkNoTemp(t, b.cfg.DataDir)
+	})
+	t.Run("cut_short", func(t *testing.T) {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		defer mem.AssertSize(t, 0)
+		inner := objstore.NewMemory()
+		defer inner.Close()
+		cfg := persistConfig(t, mem, &gatedStore{Store: inner, open: make(chan struct{})})
+		b := openBuffer(t, cfg)
+		want := genRows(t0.UnixNano(), 500, 1)
+		write(t, b, "cpu", cpuSchema, want)
+		id := roll(t, b)
+		persistingSegment(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		err := b.FinishPersist(ctx)
+		if !errors.Is(err, ErrPersistInterrupted) {
+			t.Fatalf("FinishPersist cut short: %v, want ErrPersistInterrupted", err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(walFileName(b.walDir, id)); err != nil {
+			t.Fatalf("the WAL file of the interrupted segment: %v", err)
+		}
+		// The next start persists it again.
+		cfg.Store = inner
+		b = openBuffer(t, cfg)
+		defer b.Close()
+		waitFor(t, "the segment persisted again", func() bool { return isPersisted(b, id) })
+		sameRows(t, viewRows(t, b, "cpu"), want)
+		checkStoreConsistent(t, b, inner)
+	})
+}
+
+// TestCloseLeavesHeldSegments: Close frees no segment a View still holds
+// (a query cut off by a shutdown may read it); its last Release does.
+// WaitReaders says how many are held.
+func TestCloseLeavesHeldSegments(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := openBuffer(t, testConfig(t, mem))
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 300, 1))
+	v := b.View()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := b.WaitReaders(ctx); err == nil {
+		t.Fatal("WaitReaders returned nil with a View held")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What a query cut off by the shutdown still reads is there: the
+	// segment was not released (its chunks are Go memory that DuckDB
+	// reads through pointers: dropped, the GC could reuse it).
+	chunks := v.Buffered[len(v.Buffered)-1].Snapshot("db", "cpu")
+	var rows int64
+	for _, c := range chunks {
+		rows += c.Rec.NumRows()
+		c.Rec.Release()
+	}
+	if rows != 300 {
+		t.Fatalf("read %d rows of the held segment after Close, want 300", rows)
+	}
+	seg := v.Buffered[len(v.Buffered)-1]
+	v.Release()
+	if c := seg.Snapshot("db", "cpu"); len(c) != 0 {
+		t.Fatalf("the segment still holds %d chunks after its last View's Release", len(c))
+	}
+}
+
+// TestReplayProgress: Open reports the replay's progress, whole once done.
+func TestReplayProgress(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cfg := testConfig(t, mem)
+	b := openBuffer(t, cfg)
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 700, 1))
+	roll(t, b)
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+1e9, 300, 1))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var p ReplayProgress
+	if s := p.Snapshot(); s.Started || s.Done {
+		t.Fatalf("progress before Open: %+v", s)
+	}
+	cfg.ReplayProgress = &p
+	b = openBuffer(t, cfg)
+	defer b.Close()
+	s := p.Snapshot()
+	if !s.Started || !s.Done || s.Files != 2 || s.FilesTotal != 2 || s.Rows != 1000 ||
+		s.BytesTotal <= 0 || s.Bytes != s.BytesTotal || s.Percent != 100 || s.Remaining != 0 {
+		t.Fatalf("progress after Open: %+v", s)
+	}
+}
