@@ -2,28 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/flightsvc"
@@ -50,8 +38,11 @@ type serveFlags struct {
 	tls                 tlsFlags
 }
 
-func parseServeFlags(args []string) (*serveFlags, error) {
-	f := &serveFlags{cfg: buffer.DefaultConfig(), queryCfg: query.DefaultConfig(), sqlCfg: flightsvc.Config{QueryIdleTimeout: flightsvc.DefaultQueryIdleTimeout}}
+// newServeFlagSet is the flag set of apron serve over f's defaults (also
+// what shell completion lists).
+func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
+	f := &serveFlags{cfg: buffer.DefaultConfig(), queryCfg: query.DefaultConfig(), sqlCfg: flightsvc.Config{
+		QueryIdleTimeout: flightsvc.DefaultQueryIdleTimeout, SlowQueryThreshold: flightsvc.DefaultSlowQueryThreshold}}
 	f.memLimit = byteSize(f.cfg.MemLimit)
 	f.maxValueSize = byteSize(f.cfg.MaxValueSize)
 	f.queryMemLimit = byteSize(f.queryCfg.MemoryLimit)
@@ -82,9 +73,15 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.IntVar(&f.gogc, "gogc", defaultGOGC, "Go's GC target percentage (as GOGC): the heap may grow this far past the live data between collections; a GOGC environment variable wins over the default")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may take before they are cut off")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, the most the shutdown takes: in-flight writes, the cancelled queries and a persist in progress get this long (less a reserve for closing the WAL), then are cut off")
+	fs.DurationVar(&f.sqlCfg.SlowQueryThreshold, "slow-query-threshold", f.sqlCfg.SlowQueryThreshold, "a call (query, ingest stream, any RPC) taking longer is logged at info as a slow request, with its request id, SQL and rows; 0 = the default 1s, negative = never (every call is logged at debug)")
 	f.auth.register(fs)
 	f.tls.register(fs)
+	return f, fs
+}
+
+func parseServeFlags(args []string) (*serveFlags, error) {
+	f, fs := newServeFlagSet()
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -138,6 +135,10 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
+// serve is `apron serve`: it parses the flags, builds the server (which
+// listens before it replays the WAL), runs it until SIGTERM or SIGINT and
+// closes it. A SIGTERM that stops it cleanly, even during the startup,
+// exits 0.
 func serve(args []string) error {
 	f, err := parseServeFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -150,153 +151,20 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	gogc := setGCPercent(f.gogc, f.gogcGiven)
-	f.queryCfg.ExtraProcs = queryExtraProcs(f.queryCfg.Threads)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	f.cfg.Logger = log
-	f.cfg.Registerer = reg
-
-	start := time.Now()
-	// The buffer learns of the errors the storage client retries by
-	// itself once it is open (Open's own store calls report theirs).
-	var opened atomic.Pointer[buffer.WriteBuffer]
-	store, err := f.store.open(context.Background(), f.cfg.DataDir, func(op string, err error) {
-		if b := opened.Load(); b != nil {
-			b.NoteStoreAttemptFailure(op, err)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if store != nil {
-		defer store.Close()
-		f.cfg.Store = store
-		// Persisted segments leave memory: SQL and plain Flight read their
-		// Parquet files.
-		f.cfg.ReleasePersisted = true
-	}
-	wb, err := buffer.Open(f.cfg)
-	if err != nil {
-		return err
-	}
-	opened.Store(wb)
-	f.queryCfg.Logger = log
-	eng, err := query.Open(wb, f.queryCfg)
-	if err != nil {
-		wb.Close()
-		return err
-	}
-	// closeAll closes the engine before the buffer it reads. The engine
-	// waits for every running query to give its connection back; if that
-	// takes longer than the shutdown timeout, the buffer is closed anyway
-	// so that the WAL is closed cleanly.
-	closeAll := func() error {
-		closed := make(chan error, 1)
-		go func() { closed <- eng.Close() }()
-		var err error
-		select {
-		case err = <-closed:
-		case <-time.After(f.shutdownTimeout):
-			err = fmt.Errorf("the query engine did not close within %s (a query still holds a connection)", f.shutdownTimeout)
-		}
-		return errors.Join(err, wb.Close())
-	}
-	verifier, err := f.auth.setup(wb, f.cfg.DataDir, log, os.Stderr)
-	if err != nil {
-		closeAll()
-		return err
-	}
-	f.sqlCfg.Logger = log
-	f.sqlCfg.Auth = verifier
-	f.sqlCfg.Registerer = reg
-	sql, err := flightsvc.NewSQLServer(wb, eng, f.sqlCfg)
-	if err != nil {
-		closeAll()
-		return err
-	}
-	defer sql.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var grpcOpts []grpc.ServerOption
-	var certs *tlsReloader
-	if f.tls.enabled() {
-		if certs, err = f.tls.load(log); err != nil {
-			closeAll()
-			return err
-		}
-		defer certs.watchSIGHUP(ctx)()
-		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(certs.grpcConfig())))
-	} else if !isLoopback(f.addr) {
-		log.Warn("serving on a network address without TLS: tokens and data travel in clear text; give --tls-cert and --tls-key", "addr", f.addr)
+	s, err := newServer(ctx, f, log)
+	if errors.Is(err, errStartupInterrupted) {
+		log.Info("apron stopped during startup")
+		return nil
 	}
-	srv, health := flightsvc.NewGRPCServer(flightsvc.NewService(sql), grpcOpts...)
-	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		closeAll()
-		return fmt.Errorf("--addr: %w", err)
+		return err
 	}
-	var metricsSrv *http.Server
-	metricsAddr := ""
-	if f.metricsAddr != "" {
-		ml, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			lis.Close()
-			closeAll()
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		metricsAddr = ml.Addr().String()
-		if certs != nil {
-			ml = tls.NewListener(ml, certs.httpConfig())
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.Handle("/readyz", readyz(wb))
-		// Go's profiles, as Prometheus serves them beside its metrics.
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		metricsSrv = &http.Server{Handler: metricsAuth(verifier, f.metricsAddr, mux), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := metricsSrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "err", err)
-			}
-		}()
-	}
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	log.Info("apron ready", "addr", lis.Addr().String(), "metrics_addr", metricsAddr, "data_dir", f.cfg.DataDir,
-		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
-		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
-		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "max_value_size", f.cfg.MaxValueSize,
-		"object_store", f.store.describe(store), "cache_dir", f.queryCfg.CacheDir, "gogc", gogc, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
-		"authentication", verifier != nil, "tls", certs != nil, "mtls", f.tls.clientCA != "", "startup", time.Since(start).Round(time.Millisecond))
-
-	select {
-	case err = <-served:
-		log.Error("gRPC server stopped", "err", err)
-	case <-ctx.Done():
-		log.Info("shutting down: no new requests; waiting for in-flight ones", "timeout", f.shutdownTimeout)
-	}
-	health.Shutdown()
-	done := make(chan struct{})
-	go func() { srv.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(f.shutdownTimeout):
-		log.Warn("in-flight requests did not finish in time; cutting them off", "timeout", f.shutdownTimeout)
-		srv.Stop()
-	}
-	if metricsSrv != nil {
-		metricsSrv.Close()
-	}
-	if cerr := closeAll(); cerr != nil {
-		log.Error("closing the query engine and the buffer", "err", cerr)
-		return cerr
+	if err := errors.Join(s.Run(ctx), s.Close()); err != nil {
+		log.Error("apron stopped with an error", "err", err)
+		return err
 	}
 	log.Info("apron stopped")
-	return err
+	return nil
 }
