@@ -43,7 +43,7 @@ echo "== go test -race"
 go test -tags duckdb_arrow -race -count=1 -timeout 20m ./...
 
 echo "== fuzz (${FUZZTIME} executions each)"
-for pkg in ./wal ./flightsvc ./query; do
+for pkg in ./wal ./flightsvc ./query ./input ./output; do
   for target in $(go test -tags duckdb_arrow -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "-- $pkg $target"
     go test -tags duckdb_arrow -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"

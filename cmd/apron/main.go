@@ -1,46 +1,27 @@
-// Command apron is the Apron server and, later, its client tools.
+// Command apron is the Apron server and its client tools.
 //
-//	apron serve [flags]
-//	apron token create|list|revoke [flags]
+//	apron serve [flags]                      run the server
+//	apron query [--db D] [--format F] SQL    run SQL, print or save the result
+//	apron write --db D --table T FILE...     load CSV, Parquet, Arrow, JSON lines, line protocol
+//	apron show databases|tables|…            what the server holds
+//	apron bench write|query|mixed            the load generator
+//	apron token create|list|revoke           API tokens
+//	apron version | completion bash|zsh|fish
 //
-// Every flag can also be set in the environment as APRON_<FLAG>, upper
-// case with dashes as underscores (APRON_DATA_DIR=/var/lib/apron); a flag
-// on the command line wins. Of the client commands (apron token), only
-// the connection flags (--host, --token, --tls-*, --timeout) are read from
-// the environment.
+// Every flag of serve can also be set in the environment as
+// APRON_<FLAG>, upper case with dashes as underscores
+// (APRON_DATA_DIR=/var/lib/apron); a flag on the command line wins. Of
+// the client commands, only the connection flags (--host, --token,
+// --tls-*, --timeout) and --db (APRON_DATABASE) are read from the
+// environment: APRON_DATA_DIR, set for a server, must not change what a
+// client command does.
+//
+// The client commands talk to a server over Flight SQL and Flight like
+// any other client: there is no back door.
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "os"
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
-	switch os.Args[1] {
-	case "serve":
-		if err := serve(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "apron:", err)
-			os.Exit(1)
-		}
-	case "token":
-		os.Exit(exitCode(tokenCommand(os.Args[2:], os.Stdout, os.Stderr), os.Stderr))
-	case "help", "-h", "--help":
-		usage()
-	default:
-		fmt.Fprintf(os.Stderr, "apron: unknown command %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
-}
-
-func usage() {
-	fmt.Fprintln(os.Stderr, `usage: apron <command> [flags]
-
-commands:
-  serve   run the server (apron serve -h lists its flags)
-  token   create, list and revoke API tokens (apron token -h)`)
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
