@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/cputime"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -251,7 +252,7 @@ func BenchmarkWrite(b *testing.B) {
 	defer wb.Close()
 	b.SetBytes(size)
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for range b.N {
 		for _, r := range recs {
 			if _, err := wb.Write(context.Background(), "db", "cpu", r, catalog.WriteOptions{}); err != nil {
@@ -261,5 +262,5 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	// CPU time varies less than wall time on a shared machine: compare
 	// builds on this one.
-	b.ReportMetric((cpuTime()-cpu0).Seconds()/(float64(b.N)*float64(size)/1e9), "cpu-s/GB")
+	b.ReportMetric((cputime.Process()-cpu0).Seconds()/(float64(b.N)*float64(size)/1e9), "cpu-s/GB")
 }

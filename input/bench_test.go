@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/internal/cputime"
 )
 
 const benchRows = 200_000
@@ -41,7 +43,7 @@ func drain(b *testing.B, rd Reader) int64 {
 // stays put; 1e9 / cpu-ns/row is the rows/s of one free core.
 func reportRows(b *testing.B, rows int64, cpu0 time.Duration) {
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(rows*int64(b.N)), "cpu-ns/row")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(rows*int64(b.N)), "cpu-ns/row")
 }
 
 // BenchmarkCSV reads a CPU-like CSV (time, host of 200 values, region, six
@@ -57,7 +59,7 @@ func BenchmarkCSV(b *testing.B) {
 		b.Run("input/"+tname, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				rd, err := Open("bench.csv", bytes.NewReader(data), int64(len(data)), Options{Format: CSV, Table: "cpu"})
 				if err != nil {
@@ -82,7 +84,7 @@ func BenchmarkCSV(b *testing.B) {
 			schema := arrow.NewSchema(fields, nil)
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				r := csv.NewReader(bytes.NewReader(data), schema, csv.WithHeader(true), csv.WithChunk(DefaultBatchRows), csv.WithAllocator(memory.DefaultAllocator))
 				var n int64
@@ -115,7 +117,7 @@ func BenchmarkJSONL(b *testing.B) {
 	data := genJSONL(benchRows)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		rd, err := Open("bench.jsonl", bytes.NewReader(data), int64(len(data)), Options{Format: JSONL, Table: "cpu"})
 		if err != nil {
@@ -141,7 +143,7 @@ func BenchmarkLineProtocol(b *testing.B) {
 	data := genLP(benchRows)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		rd, err := Open("bench.lp", bytes.NewReader(data), int64(len(data)), Options{Format: LineProtocol})
 		if err != nil {

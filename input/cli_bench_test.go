@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/apron-db/apron/internal/cputime"
 )
 
 // cliRows is integration's BenchmarkCLI table (time, two tags, four
@@ -98,7 +100,7 @@ func BenchmarkCLIFiles(b *testing.B) {
 	} {
 		b.Run(f.name, func(b *testing.B) {
 			b.SetBytes(int64(len(f.data)))
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				rd, err := Open("bench."+f.name, bytes.NewReader(f.data), int64(len(f.data)), Options{Format: f.format, Table: "cpu"})
 				if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/apron-db/apron/internal/grpccode"
 )
 
 // counters are what is counted of one kind of operation over a span of
@@ -155,26 +157,8 @@ func (e callError) Error() string {
 
 func (e callError) Unwrap() error { return e.err }
 
-// codeNames are the canonical names of the gRPC codes, as the gRPC spec
-// (and apron's CLI) spell them.
-var codeNames = map[codes.Code]string{
-	codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN",
-	codes.InvalidArgument: "INVALID_ARGUMENT", codes.DeadlineExceeded: "DEADLINE_EXCEEDED",
-	codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
-	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
-	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED",
-	codes.OutOfRange: "OUT_OF_RANGE", codes.Unimplemented: "UNIMPLEMENTED",
-	codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
-	codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
-}
-
 // CodeName is the canonical name of a gRPC code (UNAVAILABLE, …).
-func CodeName(c codes.Code) string {
-	if n, ok := codeNames[c]; ok {
-		return n
-	}
-	return "CODE_" + strconv.Itoa(int(c))
-}
+func CodeName(c codes.Code) string { return grpccode.Name(c) }
 
 // formatCodes is m as "CODE=n;CODE=n", codes in numeric order.
 func formatCodes(m map[codes.Code]int64) string {

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/apron-db/apron/internal/cputime"
 )
 
 // cpuSchema is the shape of a typical query result: a time, a host and
@@ -76,7 +78,7 @@ func BenchmarkWrite(b *testing.B) {
 	for _, f := range Formats {
 		b.Run(string(f), func(b *testing.B) {
 			var bytes countWriter
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				bytes = 0
 				w, err := New(f, &bytes, cpuSchema(), Options{Width: 120})
@@ -104,7 +106,7 @@ func BenchmarkWrite(b *testing.B) {
 // put. ns/op is dropped: an op is the whole result.
 func reportRows(b *testing.B, rows int, cpu0 time.Duration) {
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(rows*b.N), "cpu-ns/row")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(rows*b.N), "cpu-ns/row")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -126,7 +128,7 @@ func BenchmarkParquetCodec(b *testing.B) {
 	for _, codec := range []compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy} {
 		b.Run(codec.String(), func(b *testing.B) {
 			var bytes countWriter
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				bytes = 0
 				w, err := newParquetWriterCodec(&bytes, cpuSchema(), Options{Mem: memory.DefaultAllocator}, codec)

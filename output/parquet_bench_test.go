@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/internal/cputime"
 )
 
 // cliSchema is the table of integration's BenchmarkCLI: time, two tags,
@@ -73,7 +75,7 @@ func BenchmarkParquet(b *testing.B) {
 	} {
 		b.Run(data.name, func(b *testing.B) {
 			var bytes countWriter
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				bytes = 0
 				w, err := New(Parquet, &bytes, data.schema, Options{Mem: mem})

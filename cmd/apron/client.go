@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/apron-db/apron/internal/grpccode"
 )
 
 // defaultClientHost is where client commands look for a server: the
@@ -297,22 +299,7 @@ func (c *clientFlags) redact(err error) error {
 
 // codeName is the canonical name of a gRPC code, as the gRPC spec spells
 // it (UNAUTHENTICATED, PERMISSION_DENIED, …).
-func codeName(c codes.Code) string {
-	names := map[codes.Code]string{
-		codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN",
-		codes.InvalidArgument: "INVALID_ARGUMENT", codes.DeadlineExceeded: "DEADLINE_EXCEEDED",
-		codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
-		codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
-		codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED",
-		codes.OutOfRange: "OUT_OF_RANGE", codes.Unimplemented: "UNIMPLEMENTED",
-		codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
-		codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
-	}
-	if n, ok := names[c]; ok {
-		return n
-	}
-	return c.String()
-}
+func codeName(c codes.Code) string { return grpccode.Name(c) }
 
 // errUsage is wrapped by errors already reported on stderr with the
 // command's usage (a bad flag): the process exits 2 without repeating it.

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package input
-
-import "time"
-
-// cpuTime is not measured here: cpu-ns/row reads 0.
-func cpuTime() time.Duration { return 0 }
