@@ -217,44 +217,9 @@ func (s *fieldScanner) endNumber(i int) (last, ok bool) {
 // the same pass as it scans it (see parseFloat64); ok is false, and
 // nothing consumed, for anything else.
 func (s *fieldScanner) nextFloat() (v float64, last, ok bool) {
-	data := s.data
-	i := s.pos
-	neg := false
-	if i < len(data) && (data[i] == '-' || data[i] == '+') {
-		neg = data[i] == '-'
-		i++
-	}
-	var m uint64
-	start := i
-	for ; i < len(data) && data[i]-'0' <= 9; i++ {
-		m = m*10 + uint64(data[i]-'0')
-	}
-	nd := i - start
-	frac := 0
-	if i < len(data) && data[i] == '.' {
-		i++
-		fs := i
-		for ; i < len(data) && data[i]-'0' <= 9; i++ {
-			m = m*10 + uint64(data[i]-'0')
-		}
-		frac = i - fs
-		nd += frac
-	}
-	if nd == 0 || nd > 19 {
+	v, i, ok := scanDecimal(s.data, s.pos)
+	if !ok {
 		return 0, false, false
-	}
-	if nd > 15 {
-		if v, ok = eiselLemire(m, -frac, neg); !ok {
-			return 0, false, false
-		}
-	} else {
-		v = float64(m)
-		if frac > 0 {
-			v /= pow10[frac]
-		}
-		if neg {
-			v = -v
-		}
 	}
 	if last, ok = s.endNumber(i); !ok {
 		return 0, false, false

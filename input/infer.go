@@ -182,17 +182,30 @@ func parseUint64(b []byte) (uint64, bool) {
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// parseFloat64 reads a decimal number. The common case, at most 15 digits
-// and no exponent, is computed exactly as mantissa / 10^k (both exact in a
-// float64, so the one division rounds correctly: the fast path of
-// strconv's own algorithm); 16 to 19 digits go through eiselLemire;
-// anything else goes to strconv.ParseFloat.
+// parseFloat64 reads a decimal number: a plain one of at most 19 digits
+// with scanDecimal, anything else with strconv.ParseFloat.
 func parseFloat64(b []byte) (float64, bool) {
-	i := 0
+	f, end, ok := scanDecimal(b, 0)
+	// Past 19 digits, exponents, inf and nan: the slow path reads them.
+	if !ok || end != len(b) {
+		return parseFloatSlow(b)
+	}
+	return f, true
+}
+
+// scanDecimal reads the plain decimal ([+-]digits[.digits], at most 19
+// digits, no exponent) at b[i:] in one pass and returns its value and
+// where it ends; ok is false for anything it does not read (no digits,
+// too many, or a 16-19 digit value eiselLemire cannot round). At most 15
+// digits the value is mantissa / 10^k, both exact in a float64, so the
+// one division rounds correctly (the fast path of strconv's own
+// algorithm); past 15 digits m may not be exact in a float64, but up to
+// 19 it is in a uint64, and eiselLemire rounds it.
+func scanDecimal(b []byte, i int) (f float64, end int, ok bool) {
 	neg := false
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		neg = b[0] == '-'
-		i = 1
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		neg = b[i] == '-'
+		i++
 	}
 	var m uint64
 	start := i
@@ -210,26 +223,21 @@ func parseFloat64(b []byte) (float64, bool) {
 		frac = i - fs
 		nd += frac
 	}
-	// Past 15 digits m may not be exact in a float64: up to 19 (m still
-	// exact in a uint64) eiselLemire rounds it; past that, and exponents,
-	// inf and nan, the slow path reads them.
-	if i != len(b) || nd == 0 || nd > 19 {
-		return parseFloatSlow(b)
+	if nd == 0 || nd > 19 {
+		return 0, i, false
 	}
 	if nd > 15 {
-		if f, ok := eiselLemire(m, -frac, neg); ok {
-			return f, true
-		}
-		return parseFloatSlow(b)
+		f, ok = eiselLemire(m, -frac, neg)
+		return f, i, ok
 	}
-	f := float64(m)
+	f = float64(m)
 	if frac > 0 {
 		f /= pow10[frac]
 	}
 	if neg {
 		f = -f
 	}
-	return f, true
+	return f, i, true
 }
 
 func parseFloatSlow(b []byte) (float64, bool) {
