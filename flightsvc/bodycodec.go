@@ -197,8 +197,11 @@ func (p *pieces) skipField(num protowire.Number, typ protowire.Type, depth int) 
 			if err != nil {
 				return err
 			}
+			// Inside a group protobuf admits any number from 1 up to
+			// MaxInt32 (protowire.ConsumeTag), not only the valid range
+			// it checks at the top level; so do we, to agree with it.
 			n, t := protowire.DecodeTag(tag)
-			if n < protowire.MinValidNumber || n > protowire.MaxValidNumber {
+			if n < protowire.MinValidNumber {
 				return fmt.Errorf("invalid field number %d", tag>>3)
 			}
 			if t == protowire.EndGroupType {
