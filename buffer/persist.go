@@ -94,7 +94,7 @@ func (b *WriteBuffer) openStore() error {
 	if err != nil {
 		return err
 	}
-	b.mu.persisted = segs
+	b.mu.persisted = withoutDropped(b.cat.Snapshot(), segs)
 	if err := b.removePersistedWAL(segs); err != nil {
 		return err
 	}
@@ -571,6 +571,9 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		}
 	}()
 	for _, k := range seg.Tables() {
+		if snap.Hidden(k.Database, k.Table, seg.id) {
+			continue // dropped (ddl.go)
+		}
 		tbl, ok := snap.Table(k.Database, k.Table)
 		if !ok {
 			return fmt.Errorf("buffer: table %s.%s of segment %d is not in the catalog", k.Database, k.Table, seg.id)
@@ -652,6 +655,8 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	seg.persisted = true
 	b.mu.persisted = append(b.mu.persisted, ps)
 	slices.SortFunc(b.mu.persisted, func(x, y PersistedSegment) int { return cmpUint(x.ID, y.ID) })
+	// A drop while the segment was being written.
+	b.mu.persisted = withoutDropped(b.cat.Snapshot(), b.mu.persisted)
 	b.mu.Unlock()
 
 	// 4. Only now the WAL file.
@@ -878,6 +883,7 @@ type View struct {
 	Persisted []PersistedSegment
 
 	b    *WriteBuffer
+	cat  *catalog.Snapshot // as the View was taken: what was dropped (ddl.go)
 	once sync.Once
 }
 
@@ -885,7 +891,7 @@ type View struct {
 func (b *WriteBuffer) View() *View {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v := &View{b: b, Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
+	v := &View{b: b, cat: b.cat.Snapshot(), Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
 	ids := make(map[uint64]bool, len(b.mu.closed)+1)
 	for _, s := range append(slices.Clip(b.mu.closed), b.mu.open) {
 		s.readers++

@@ -146,7 +146,7 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 
 	segs := map[uint64]*Segment{}
 	var lastSeq uint64
-	var rows int64
+	var rows, droppedRecords int64
 	stats, err := wal.Replay(wal.ReplayOptions{Dir: b.walDir, FS: b.cfg.WALFS, Logger: b.log, MoveCorrupt: b.cfg.WALMoveCorrupt},
 		func(segID uint64, offset int64, payload []byte) error {
 			if !curStarted || segID != curSeg {
@@ -171,6 +171,12 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 				return fmt.Errorf("sequence %d follows %d: records out of order", e.Sequence, lastSeq)
 			}
 			lastSeq = e.Sequence
+			if b.cat.Snapshot().Hidden(e.Database, e.Table, segID) {
+				// Its table was dropped (ddl.go): the catalog file, which
+				// says so, is durable, so the rows are gone for good.
+				droppedRecords++
+				return nil
+			}
 			nb, err := normalize(rec, b.cfg.Now(), b.mem, fromWAL, 0)
 			if err != nil {
 				return err
@@ -243,7 +249,7 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 	prog.end()
 	snap := prog.Snapshot()
 	b.log.Info("WAL replayed", "files", stats.Files, "records", stats.Records, "rows", rows, "bytes", stats.Bytes,
-		"truncated_bytes", stats.TruncatedBytes, "moved_aside", stats.MovedAside, "duration", time.Since(start),
+		"truncated_bytes", stats.TruncatedBytes, "records_of_dropped_tables", droppedRecords, "moved_aside", stats.MovedAside, "duration", time.Since(start),
 		"mb_per_s", fmt.Sprintf("%.1f", snap.MBPerSecond))
 	return out, nil
 }

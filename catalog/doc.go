@@ -53,6 +53,12 @@
 // file (atomically, as above) before the change is in force, so the file
 // is their log.
 //
+// Format version 3 adds "dropped" (ddl.go): the tables and databases
+// dropped, each {"database", "table" (absent for a database), "id",
+// "from_segment" (absent: 0), "to_segment"}; rows of that name in the
+// segments from from_segment to to_segment-1 are the dropped ones. CREATE and DROP are not WAL records either: like token
+// changes, they are in force once the file is written.
+//
 // Type names are int8…int64, uint8…uint64, float32, float64, bool, string,
 // binary, timestamp (with unit s|ms|us|ns and optional time_zone), date32 and
 // date64. Unknown fields or an unknown format_version make [Load] fail:

@@ -16,6 +16,10 @@ var (
 	ErrTableNotFound    = errors.New("catalog: table not found")
 	ErrDatabaseNotFound = errors.New("catalog: database not found")
 	ErrTableExists      = errors.New("catalog: table already exists")
+	ErrDatabaseExists   = errors.New("catalog: database already exists")
+	// ErrDatabaseNotEmpty: DROP SCHEMA without CASCADE of a database that
+	// has tables.
+	ErrDatabaseNotEmpty = errors.New("catalog: database not empty")
 	ErrLimitExceeded    = errors.New("catalog: limit exceeded")
 	// ErrCorrupt is wrapped by Load when the catalog file cannot be decoded
 	// or violates the catalog's invariants.

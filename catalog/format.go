@@ -8,13 +8,16 @@ import (
 
 // formatVersion is the version of the catalog file layout described in
 // doc.go. Bump it for any change an older server could misread. Version 2
-// added tokens; a catalog without tokens is still written as version 1,
-// byte for byte as before. A server that reads only version 1 refuses a
-// catalog with tokens rather than run without them.
+// added tokens, version 3 drops; a catalog is written in the lowest
+// version that holds what it has (without tokens or drops, version 1,
+// byte for byte as before). A server that reads only an older version
+// refuses a newer file rather than run without its tokens or bring back
+// dropped rows.
 const (
-	formatVersion       = 2
-	formatVersionTokens = 2
-	formatVersionPlain  = 1
+	formatVersion        = 3
+	formatVersionDropped = 3
+	formatVersionTokens  = 2
+	formatVersionPlain   = 1
 )
 
 type fileCatalog struct {
@@ -24,6 +27,16 @@ type fileCatalog struct {
 	NextTableID    uint64         `json:"next_table_id"`
 	Databases      []fileDatabase `json:"databases"`
 	Tokens         []fileToken    `json:"tokens,omitempty"`
+	Dropped        []fileDropped  `json:"dropped,omitempty"`
+}
+
+// fileDropped is a Dropped record; table is absent for a database.
+type fileDropped struct {
+	Database string `json:"database"`
+	Table    string `json:"table,omitempty"`
+	ID       uint64 `json:"id"`
+	From     uint64 `json:"from_segment,omitempty"`
+	To       uint64 `json:"to_segment"`
 }
 
 type fileDatabase struct {
@@ -79,6 +92,12 @@ func encodeSnapshot(s *Snapshot) ([]byte, error) {
 			fc.Tokens = append(fc.Tokens, encodeToken(t))
 		}
 	}
+	if len(s.dropped) > 0 {
+		fc.FormatVersion = formatVersionDropped
+		for _, d := range s.dropped {
+			fc.Dropped = append(fc.Dropped, fileDropped(d))
+		}
+	}
 	out, err := json.MarshalIndent(fc, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("catalog: encode: %w", err)
@@ -103,8 +122,8 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 	if head.FormatVersion == nil {
 		return nil, fmt.Errorf("%w: no format_version", ErrCorrupt)
 	}
-	if v := *head.FormatVersion; v != formatVersionPlain && v != formatVersionTokens {
-		return nil, fmt.Errorf("%w: format_version %d, this server reads %d and %d (a newer server wrote it?)", ErrCorrupt, v, formatVersionPlain, formatVersionTokens)
+	if v := *head.FormatVersion; v < formatVersionPlain || v > formatVersion {
+		return nil, fmt.Errorf("%w: format_version %d, this server reads %d to %d (a newer server wrote it?)", ErrCorrupt, v, formatVersionPlain, formatVersion)
 	}
 
 	var fc fileCatalog
@@ -167,6 +186,23 @@ func buildSnapshot(fc *fileCatalog) (*Snapshot, error) {
 	s := newSnapshot(fc.Version, dbs, fc.NextDatabaseID, fc.NextTableID)
 	if len(fc.Tokens) > 0 && fc.FormatVersion < formatVersionTokens {
 		return nil, fmt.Errorf("tokens in a format_version %d file", fc.FormatVersion)
+	}
+	if len(fc.Dropped) > 0 && fc.FormatVersion < formatVersionDropped {
+		return nil, fmt.Errorf("drops in a format_version %d file", fc.FormatVersion)
+	}
+	for _, fd := range fc.Dropped {
+		if err := ValidateDatabaseName(fd.Database); err != nil {
+			return nil, err
+		}
+		if fd.Table != "" {
+			if err := ValidateTableName(fd.Database, fd.Table); err != nil {
+				return nil, err
+			}
+		}
+		if fd.From >= fd.To {
+			return nil, fmt.Errorf("dropped %q.%q: segments %d to %d is no range", fd.Database, fd.Table, fd.From, fd.To)
+		}
+		s.dropped = append(s.dropped, Dropped(fd))
 	}
 	s.tokens = make(map[string]*Token, len(fc.Tokens))
 	for _, ft := range fc.Tokens {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Snapshot is an immutable view of the catalog at one version. Readers hold
@@ -22,6 +23,13 @@ type Snapshot struct {
 	// tokens are the API tokens by id (token.go); shared between
 	// snapshots until a token change copies the map.
 	tokens map[string]*Token
+
+	// dropped are the drops of tables and databases, oldest first
+	// (ddl.go); shared between snapshots, appended to by copy.
+	dropped []Dropped
+	// droppedByName indexes dropped, made on first use (Hidden).
+	droppedOnce   sync.Once
+	droppedByName map[string][]Dropped
 }
 
 func emptySnapshot() *Snapshot {
@@ -48,7 +56,7 @@ func (s *Snapshot) withDatabase(d *Database, nextDB, nextTable uint64) *Snapshot
 	}
 	dbs[d.Name] = d
 	next := newSnapshot(s.version+1, dbs, nextDB, nextTable)
-	next.tokens = s.tokens
+	next.tokens, next.dropped = s.tokens, s.dropped
 	return next
 }
 

@@ -111,21 +111,7 @@ func (c *Catalog) ChangeTokens(path string, ch TokenChange) error {
 	if err != nil {
 		return err
 	}
-	data, err := encodeSnapshot(next)
-	if err != nil {
-		return fmt.Errorf("catalog: save %s: %w", path, err)
-	}
-	c.save.Lock()
-	defer c.save.Unlock()
-	if err := writeFileAtomic(c.fsys(), path, data); err != nil {
-		// Whether the new file replaced the old is unknown: the next Save
-		// must write again.
-		c.save.valid = false
-		return fmt.Errorf("catalog: save %s: %w", path, err)
-	}
-	c.snap.Store(next)
-	c.save.path, c.save.version, c.save.valid = path, next.version, true
-	return nil
+	return c.saveAndPublish(path, next)
 }
 
 // withTokens is the next version of s with ch applied.
@@ -171,6 +157,7 @@ func withTokens(s *Snapshot, ch TokenChange) (*Snapshot, error) {
 		return nil, newError(ErrLastAdmin, "catalog: revoking the last admin token would leave no way to manage tokens: create another admin token first (or, on a stopped server, apron token create --admin --data-dir DIR --force)")
 	}
 	next := newSnapshot(s.version+1, s.databases, s.nextDatabaseID, s.nextTableID)
+	next.dropped = s.dropped
 	next.tokens = tokens
 	return next, nil
 }

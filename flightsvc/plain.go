@@ -144,10 +144,10 @@ func (s *Service) tableInfo(ctx context.Context, d *flight.FlightDescriptor, db,
 	defer v.Release()
 	bounded := lo != math.MinInt64 || hi != math.MaxInt64
 	for _, seg := range v.Buffered {
-		if !seg.HasTable(db, table) {
+		if !v.HasTable(seg, db, table) {
 			continue
 		}
-		if bounded && !overlaps(seg.Snapshot(db, table), lo, hi) {
+		if bounded && !overlaps(v.Chunks(seg, db, table), lo, hi) {
 			continue
 		}
 		tkt, err := encodeTicket(&apronpb.Ticket{Kind: &apronpb.Ticket_Buffer{Buffer: &apronpb.BufferTicket{
@@ -225,7 +225,7 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		return fmt.Errorf("%w: segment %d is neither buffered nor persisted; call GetFlightInfo again", errNotFound, t.SegmentId)
 	}
 	schema := tbl.ArrowSchema()
-	chunks := seg.Snapshot(t.Database, t.Table)
+	chunks := v.Chunks(seg, t.Database, t.Table)
 	defer func() {
 		for _, c := range chunks {
 			c.Rec.Release()

@@ -92,7 +92,7 @@ func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.A
 	if err != nil {
 		return res, statusOf(err)
 	}
-	isUpdate := st.Kind == query.KindInsert
+	isUpdate := st.IsUpdate()
 	res.Handle = []byte(handle)
 	res.DatasetSchema = st.Schema
 	res.ParameterSchema = st.Params
@@ -197,7 +197,7 @@ func (s *SQLServer) DoPutPreparedStatementUpdate(ctx context.Context, cmd flight
 	} else {
 		params = bound
 	}
-	if st.Kind != query.KindInsert {
+	if !st.IsUpdate() {
 		return 0, statusOf(errQueryAsUpdate)
 	}
 	n, err := s.eng.Exec(ctx, st, paramsFor(st, params))

@@ -136,7 +136,7 @@ func (s *SQLServer) DoPutCommandStatementUpdate(ctx context.Context, cmd flights
 	if err != nil {
 		return 0, statusOf(err)
 	}
-	if st.Kind != query.KindInsert {
+	if !st.IsUpdate() {
 		return 0, statusOf(errQueryAsUpdate)
 	}
 	if st.Params != nil && st.Params.NumFields() > 0 {

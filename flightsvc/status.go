@@ -36,6 +36,8 @@ var codeRules = []struct {
 	{errNotFound, codes.NotFound},
 	{errResourceExhausted, codes.ResourceExhausted},
 	{catalog.ErrTableExists, codes.AlreadyExists},
+	{catalog.ErrDatabaseExists, codes.AlreadyExists},
+	{catalog.ErrDatabaseNotEmpty, codes.FailedPrecondition},
 	{catalog.ErrLimitExceeded, codes.ResourceExhausted},
 	{buffer.ErrBufferFull, codes.ResourceExhausted},
 	{errUnsupported, codes.Unimplemented},
@@ -58,8 +60,8 @@ var (
 
 	errResourceExhausted = errors.New("resource exhausted")
 	errNoTransactions    = fmt.Errorf("%w: transactions are not supported; send no transaction id", errUnsupported)
-	errInsertAsQuery     = fmt.Errorf("%w: an INSERT returns no rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)", errInvalidRequest)
-	errQueryAsUpdate     = fmt.Errorf("%w: only INSERT INTO <table> VALUES … and INSERT INTO <table> SELECT … run as updates; run a query with ExecuteQuery", errInvalidRequest)
+	errInsertAsQuery     = fmt.Errorf("%w: an INSERT, CREATE or DROP returns no rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)", errInvalidRequest)
+	errQueryAsUpdate     = fmt.Errorf("%w: only INSERT INTO <table> VALUES … / SELECT …, CREATE TABLE/SCHEMA and DROP TABLE/SCHEMA run as updates; run a query with ExecuteQuery", errInvalidRequest)
 )
 
 // statusOf turns an error into a gRPC status error. An error that already

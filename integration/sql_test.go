@@ -396,20 +396,21 @@ func TestSQLErrors(t *testing.T) {
 	}
 
 	updates := []struct {
-		name, sql string
+		name, sql, part string
 	}{
-		{"create_table", `CREATE TABLE sqldb.x (a INTEGER)`},
-		{"delete", `DELETE FROM sqldb.cpu WHERE id = 1`},
-		{"update", `UPDATE sqldb.cpu SET value = 1`},
-		{"drop", `DROP VIEW sqldb.cpu`},
-		{"select_as_update", `SELECT 1`},
+		{"create_table_as", `CREATE TABLE sqldb.x AS SELECT 1`, "INSERT"},
+		{"create_table_no_time", `CREATE TABLE sqldb.x (a INTEGER)`, "time"},
+		{"delete", `DELETE FROM sqldb.cpu WHERE id = 1`, "INSERT"},
+		{"update", `UPDATE sqldb.cpu SET value = 1`, "INSERT"},
+		{"drop", `DROP VIEW sqldb.cpu`, "DROP TABLE"},
+		{"select_as_update", `SELECT 1`, "INSERT"},
 	}
 	for _, u := range updates {
 		t.Run(u.name, func(t *testing.T) {
 			_, err := c.ExecuteUpdate(ctx, u.sql)
-			wantCode(t, err, codes.InvalidArgument, "INSERT")
+			wantCode(t, err, codes.InvalidArgument, u.part)
 			_, err = adbcUpdate(ctx, cn, u.sql)
-			wantADBC(t, err, adbc.StatusInvalidArgument, "INSERT")
+			wantADBC(t, err, adbc.StatusInvalidArgument, u.part)
 		})
 	}
 	// Nothing changed.

@@ -154,7 +154,12 @@
 // maxBindCost, maxSQLBytes). The databases it reads are known then
 // (Statement.Databases). INSERT is Apron's own (insert.go): its target is
 // read by a strict grammar, its source admitted as a query; DuckDB never
-// runs an INSERT. Statement extraction (duckdb_extract_statements) is not
+// runs an INSERT. Nor DDL (ddl.go): CREATE / DROP of a table or a schema
+// is read whole by a strict grammar (an allow-list of forms; anything
+// else is refused) and carried out on the catalog; only a column's type
+// words (names, numbers, parentheses, commas: no literal, quote or
+// operator) reach DuckDB, inside a prepared, never executed, SELECT
+// CAST(NULL AS <type>) that resolves them. Statement extraction (duckdb_extract_statements) is not
 // used on clients' SQL: it runs pragmas, and IMPORT DATABASE reads files
 // there.
 //

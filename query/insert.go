@@ -268,8 +268,14 @@ func duckTypeName(dt arrow.DataType) (string, bool) {
 // WAL-durable write path as ingest; rows written before a failure stay,
 // and the error says how many.
 func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBatch) (int64, error) {
+	if st.Kind == KindDDL {
+		if params != nil && params.NumRows() > 0 {
+			return 0, newError(ErrSyntax, "a DDL statement takes no parameters")
+		}
+		return 0, e.execDDL(ctx, st)
+	}
 	if st.Kind != KindInsert || st.insert == nil {
-		return 0, newError(ErrUnsupportedStatement, "only INSERT INTO … VALUES / SELECT is executed as an update; run queries as queries")
+		return 0, newError(ErrUnsupportedStatement, "only INSERT, CREATE and DROP are executed as updates; run queries as queries")
 	}
 	p := st.insert
 	if err := auth.FromContext(ctx).Write(p.db); err != nil {

@@ -318,7 +318,7 @@ func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds)
 func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.Chunk {
 	var out []buffer.Chunk
 	for _, s := range v.Buffered {
-		for _, c := range s.Snapshot(k.Database, k.Table) {
+		for _, c := range v.Chunks(s, k.Database, k.Table) {
 			if c.Rec.NumRows() == 0 || c.MaxTime < b.min || c.MinTime > b.max {
 				c.Rec.Release()
 				e.chunksPruned.Add(1)

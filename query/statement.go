@@ -26,7 +26,13 @@ const (
 	KindQuery StatementKind = iota
 	// KindInsert writes rows into a table through the buffer's write path.
 	KindInsert
+	// KindDDL creates or drops a table or a database (ddl.go).
+	KindDDL
 )
+
+// IsUpdate says whether the statement runs as an update (Exec): it
+// returns a count, not rows.
+func (st *Statement) IsUpdate() bool { return st.Kind != KindQuery }
 
 // Statement is a prepared statement: checked, with the schema of its
 // result and of its parameters, but not run. It holds no connection, so a
@@ -46,6 +52,7 @@ type Statement struct {
 	Databases []string
 
 	insert *insertPlan // KindInsert
+	ddl    *ddlPlan    // KindDDL
 }
 
 var emptySchema = arrow.NewSchema(nil, nil)
@@ -57,6 +64,19 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	st := &Statement{SQL: sql, Database: database, Kind: KindQuery}
+	if p, ok, err := parseDDL(sql, database); err != nil {
+		return nil, err
+	} else if ok {
+		// Checked now (types, permission), so that a bad statement fails
+		// at prepare as any other; carried out by Exec.
+		if _, err := e.prepareDDL(ctx, p); err != nil {
+			return nil, err
+		}
+		st.Kind, st.ddl = KindDDL, p
+		st.Schema, st.Params = emptySchema, emptySchema
+		st.Databases = []string{p.db}
+		return st, nil
+	}
 	source := sql
 	if ins, ok, err := parseInsert(sql, database); err != nil {
 		return nil, err

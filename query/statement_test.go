@@ -132,7 +132,8 @@ func TestStatementErrors(t *testing.T) {
 		sql  string
 		want error
 	}{
-		{"CREATE TABLE x (a INT)", ErrUnsupportedStatement},
+		{"CREATE TABLE x (a INT)", ErrSyntax}, // DDL, but no database
+		{"CREATE VIEW db.v AS SELECT 1", ErrSyntax},
 		{"DELETE FROM db.cpu", ErrUnsupportedStatement},
 		{"UPDATE db.cpu SET usage = 1", ErrUnsupportedStatement},
 		{"INSERT INTO db.nope VALUES (1)", ErrNotFound},

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/apron-db/apron/catalog"
 )
 
 // viewSync keeps one DuckDB schema per Apron database and one view per
@@ -32,6 +34,7 @@ type viewSync struct {
 
 type view struct {
 	db, table string
+	id        uint64 // the table's: a table dropped and made again is another
 	ncols     int
 }
 
@@ -114,12 +117,12 @@ func (v *viewSync) sync() error {
 					"database", d.Name, "table", t.Name, "other", cur.table)
 				continue
 			}
-			if ok && cur.ncols == len(t.Columns) {
+			if ok && cur.id == t.ID && cur.ncols == len(t.Columns) {
 				continue
 			}
 			body := fmt.Sprintf("SELECT * FROM %s(%s, %s, %d)",
 				scanFunction, quoteLiteral(d.Name), quoteLiteral(t.Name), len(t.Columns))
-			nv := view{db: d.Name, table: t.Name, ncols: len(t.Columns)}
+			nv := view{db: d.Name, table: t.Name, id: t.ID, ncols: len(t.Columns)}
 			stmt := fmt.Sprintf("CREATE OR REPLACE VIEW apron.%s.%s AS %s", quoteIdent(d.Name), quoteIdent(t.Name), body)
 			if err := exec(v.mu.admin, stmt); err != nil {
 				return fmt.Errorf("query: creating view for table %q.%q: %w", d.Name, t.Name, err)
@@ -127,7 +130,38 @@ func (v *viewSync) sync() error {
 			v.mu.views[key] = nv
 		}
 	}
+	if err := v.dropGoneLocked(snap); err != nil {
+		return err
+	}
 	v.synced.Store(snap.Version() + 1)
+	return nil
+}
+
+// dropGoneLocked drops the views of dropped tables and the schemas of
+// dropped databases. Queries running on them keep what they bound.
+func (v *viewSync) dropGoneLocked(snap *catalog.Snapshot) error {
+	for key, cur := range v.mu.views {
+		if _, ok := snap.Table(cur.db, cur.table); ok {
+			continue
+		}
+		stmt := fmt.Sprintf("DROP VIEW IF EXISTS apron.%s.%s", quoteIdent(cur.db), quoteIdent(cur.table))
+		if err := exec(v.mu.admin, stmt); err != nil {
+			return fmt.Errorf("query: dropping the view of dropped table %q.%q: %w", cur.db, cur.table, err)
+		}
+		delete(v.mu.views, key)
+	}
+	for ld, owner := range v.mu.schemas {
+		if owner == SystemSchema {
+			continue
+		}
+		if _, ok := snap.Database(owner); ok {
+			continue
+		}
+		if err := exec(v.mu.admin, "DROP SCHEMA IF EXISTS apron."+quoteIdent(owner)+" CASCADE"); err != nil {
+			return fmt.Errorf("query: dropping the schema of dropped database %q: %w", owner, err)
+		}
+		delete(v.mu.schemas, ld)
+	}
 	return nil
 }
 
