@@ -55,6 +55,11 @@ type Config struct {
 	// persisted segments stay in memory (and count against MemLimit), but
 	// their WAL file is deleted all the same.
 	ReleasePersisted bool
+
+	// Retention is the default retention of a database that has none of
+	// its own (catalog.Database.Retention); 0 keeps rows forever
+	// (retention.go).
+	Retention time.Duration
 	// PersistRetryMin and PersistRetryMax bound the backoff between
 	// attempts of a failed persist step (exponential, with jitter; retried
 	// until Close).

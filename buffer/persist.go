@@ -578,7 +578,14 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		if !ok {
 			return fmt.Errorf("buffer: table %s.%s of segment %d is not in the catalog", k.Database, k.Table, seg.id)
 		}
+		cutoff := b.cutoffAt(snap, k.Database, b.cfg.Now())
 		for day, chunks := range seg.tableBuffer(k, false).partitionChunks() {
+			if expiredChunks(chunks, cutoff) {
+				for _, c := range chunks {
+					c.Rec.Release()
+				}
+				continue // retention.go
+			}
 			tasks = append(tasks, partTask{key: k, day: day, chunks: chunks, schema: tbl})
 		}
 	}
@@ -884,6 +891,7 @@ type View struct {
 
 	b    *WriteBuffer
 	cat  *catalog.Snapshot // as the View was taken: what was dropped (ddl.go)
+	now  time.Time         // when it was taken: what expired (retention.go)
 	once sync.Once
 }
 
@@ -891,7 +899,7 @@ type View struct {
 func (b *WriteBuffer) View() *View {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v := &View{b: b, cat: b.cat.Snapshot(), Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
+	v := &View{b: b, cat: b.cat.Snapshot(), now: b.cfg.Now(), Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
 	ids := make(map[uint64]bool, len(b.mu.closed)+1)
 	for _, s := range append(slices.Clip(b.mu.closed), b.mu.open) {
 		s.readers++

@@ -3,6 +3,7 @@ package catalog
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // Database is an immutable value: a change to one of its tables builds a
@@ -11,6 +12,9 @@ type Database struct {
 	Name   string
 	ID     uint64
 	Tables map[string]*Table
+	// Retention is how long its rows are kept (retention.go): 0 is the
+	// server's default, RetentionNone forever.
+	Retention time.Duration
 
 	sorted []*Table // Tables sorted by name
 }
@@ -47,5 +51,7 @@ func (d *Database) withTable(t *Table) *Database {
 		tables[k] = v
 	}
 	tables[t.Name] = t
-	return newDatabase(d.Name, d.ID, tables)
+	nd := newDatabase(d.Name, d.ID, tables)
+	nd.Retention = d.Retention
+	return nd
 }

@@ -153,7 +153,9 @@ func (c *Catalog) DropTable(path, db, table string, liveFrom uint64, ifExists bo
 				tables[k] = v
 			}
 		}
-		next := s.withDatabase(newDatabase(d.Name, d.ID, tables), s.nextDatabaseID, s.nextTableID)
+		nd := newDatabase(d.Name, d.ID, tables)
+		nd.Retention = d.Retention
+		next := s.withDatabase(nd, s.nextDatabaseID, s.nextTableID)
 		next.dropped = append(slices.Clip(s.dropped), Dropped{Database: db, Table: table, ID: t.ID, To: liveFrom})
 		return next, nil
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // formatVersion is the version of the catalog file layout described in
@@ -43,6 +44,9 @@ type fileDatabase struct {
 	Name   string      `json:"name"`
 	ID     uint64      `json:"id"`
 	Tables []fileTable `json:"tables"`
+	// RetentionNS: nanoseconds; -1 keeps forever; absent, the server's
+	// default (format version 3).
+	RetentionNS int64 `json:"retention_ns,omitempty"`
 }
 
 type fileTable struct {
@@ -71,7 +75,10 @@ func encodeSnapshot(s *Snapshot) ([]byte, error) {
 		Databases:      make([]fileDatabase, 0, len(s.sorted)),
 	}
 	for _, d := range s.sorted {
-		fd := fileDatabase{Name: d.Name, ID: d.ID, Tables: make([]fileTable, 0, len(d.sorted))}
+		fd := fileDatabase{Name: d.Name, ID: d.ID, Tables: make([]fileTable, 0, len(d.sorted)), RetentionNS: int64(d.Retention)}
+		if d.Retention != 0 {
+			fc.FormatVersion = formatVersionDropped
+		}
 		for _, t := range d.sorted {
 			ft := fileTable{Name: t.Name, ID: t.ID, Columns: make([]fileColumn, 0, len(t.Columns))}
 			for _, c := range t.Columns {
@@ -87,13 +94,13 @@ func encodeSnapshot(s *Snapshot) ([]byte, error) {
 		fc.Databases = append(fc.Databases, fd)
 	}
 	if len(s.tokens) > 0 {
-		fc.FormatVersion = formatVersionTokens
+		fc.FormatVersion = max(fc.FormatVersion, formatVersionTokens)
 		for _, t := range s.Tokens() {
 			fc.Tokens = append(fc.Tokens, encodeToken(t))
 		}
 	}
 	if len(s.dropped) > 0 {
-		fc.FormatVersion = formatVersionDropped
+		fc.FormatVersion = max(fc.FormatVersion, formatVersionDropped)
 		for _, d := range s.dropped {
 			fc.Dropped = append(fc.Dropped, fileDropped(d))
 		}
@@ -177,7 +184,17 @@ func buildSnapshot(fc *fileCatalog) (*Snapshot, error) {
 			}
 			tables[ft.Name] = newTable(fd.Name, ft.Name, ft.ID, cols)
 		}
-		dbs[fd.Name] = newDatabase(fd.Name, fd.ID, tables)
+		nd := newDatabase(fd.Name, fd.ID, tables)
+		if fd.RetentionNS != 0 {
+			if fc.FormatVersion < formatVersionDropped {
+				return nil, fmt.Errorf("database %q: retention in a format_version %d file", fd.Name, fc.FormatVersion)
+			}
+			if fd.RetentionNS < -1 {
+				return nil, fmt.Errorf("database %q: retention_ns %d", fd.Name, fd.RetentionNS)
+			}
+			nd.Retention = time.Duration(fd.RetentionNS)
+		}
+		dbs[fd.Name] = nd
 	}
 	if fc.NextDatabaseID <= maxDB || fc.NextTableID <= maxTable {
 		return nil, fmt.Errorf("next ids (database %d, table %d) not above the ids in use (%d, %d)",

@@ -142,6 +142,7 @@ func (s *Service) tableInfo(ctx context.Context, d *flight.FlightDescriptor, db,
 	owner := auth.FromContext(ctx).ID()
 	v := s.sql.wb.View()
 	defer v.Release()
+	lo = max(lo, v.Cutoff(db)) // expired rows are not the table's (retention.go)
 	bounded := lo != math.MinInt64 || hi != math.MaxInt64
 	for _, seg := range v.Buffered {
 		if !v.HasTable(seg, db, table) {
@@ -220,11 +221,12 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 			if ps.ID != t.SegmentId {
 				continue
 			}
-			return s.streamFiles(ctx, tbl.ArrowSchema(), ps, t.Database, t.Table, stream)
+			return s.streamFiles(ctx, tbl.ArrowSchema(), ps, t.Database, t.Table, v.Cutoff(t.Database), stream)
 		}
 		return fmt.Errorf("%w: segment %d is neither buffered nor persisted; call GetFlightInfo again", errNotFound, t.SegmentId)
 	}
 	schema := tbl.ArrowSchema()
+	cutoff := v.Cutoff(t.Database)
 	chunks := v.Chunks(seg, t.Database, t.Table)
 	defer func() {
 		for _, c := range chunks {
@@ -240,10 +242,11 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		if err := who.Check(); err != nil {
 			return err
 		}
-		if err := writeProjected(w, c, schema, s.sql.mem); err != nil {
+		n, err := writeLive(w, c, schema, s.sql.mem, cutoff)
+		if err != nil {
 			return err
 		}
-		rpc.sent(c.Rec.NumRows())
+		rpc.sent(n)
 	}
 	return nil
 }
@@ -274,9 +277,12 @@ func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, st
 	if !s.persistedFile(t) {
 		return fmt.Errorf("%w: no persisted file %q of table %q in database %q in segment %d; call GetFlightInfo again", errNotFound, t.Path, t.Table, t.Database, t.SegmentId)
 	}
+	v := s.sql.wb.View()
+	cutoff := v.Cutoff(t.Database)
+	v.Release()
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(tbl.ArrowSchema()), ipc.WithAllocator(s.sql.mem))
 	defer w.Close()
-	return s.writeFile(ctx, w, tbl.ArrowSchema(), t.Path)
+	return s.writeFile(ctx, w, tbl.ArrowSchema(), t.Path, cutoff)
 }
 
 // persistedFile says whether t names a file of its table in a persisted
@@ -296,14 +302,17 @@ func (s *Service) persistedFile(t *apronpb.ParquetTicket) bool {
 }
 
 // streamFiles streams the files of one table in a persisted segment.
-func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps buffer.PersistedSegment, db, table string, stream flight.FlightService_DoGetServer) error {
+func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps buffer.PersistedSegment, db, table string, cutoff int64, stream flight.FlightService_DoGetServer) error {
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.sql.mem))
 	defer w.Close()
 	for _, f := range ps.Files {
 		if f.Database != db || f.Table != table {
 			continue
 		}
-		if err := s.writeFile(ctx, w, schema, f.Path); err != nil {
+		if f.MaxTime < cutoff {
+			continue // expired
+		}
+		if err := s.writeFile(ctx, w, schema, f.Path, cutoff); err != nil {
 			return err
 		}
 	}
@@ -312,8 +321,8 @@ func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps buff
 
 // writeFile writes the rows of a persisted Parquet file to w in schema. The
 // file is fetched whole from the object store into a temporary file first:
-// Parquet readers seek.
-func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow.Schema, path string) error {
+// Parquet readers seek. Rows older than cutoff are left out.
+func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow.Schema, path string, cutoff int64) error {
 	store := s.sql.wb.Store()
 	if store == nil {
 		return fmt.Errorf("%w: this server has no object store", errNotFound)
@@ -355,11 +364,11 @@ func (s *Service) writeFile(ctx context.Context, w *flight.Writer, schema *arrow
 		if err := who.Check(); err != nil {
 			return err
 		}
-		rec := rr.RecordBatch()
-		if err := writeProjected(w, buffer.Chunk{Rec: rec}, schema, s.sql.mem); err != nil {
+		n, err := writeLive(w, buffer.Chunk{Rec: rr.RecordBatch(), MinTime: math.MinInt64}, schema, s.sql.mem, cutoff)
+		if err != nil {
 			return err
 		}
-		rpc.sent(rec.NumRows())
+		rpc.sent(n)
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("reading %q: %w", path, err)

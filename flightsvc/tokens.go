@@ -27,6 +27,7 @@ var apronActions = []*flight.ActionType{
 	{Type: actionTokenCreate, Description: `Make an API token (admin). Body: {"description": "...", "permissions": "admin" | [{"database": "db or *", "actions": ["read", "write"]}, {"actions": ["metrics"]}], "expires_in": "720h"}. Answers {"id", "token", ...}: the only time the token is shown.`},
 	{Type: actionTokenList, Description: "List the API tokens (admin): one result per token, JSON {id, description, permissions, created, expires, last_used, revoked}."},
 	{Type: actionTokenRevoke, Description: `Revoke an API token (admin). Body: {"id": "..."}. Calls with it fail from the next one on, open streams at their next batch.`},
+	{Type: actionDatabaseUpdate, Description: `Change a database's settings (write on it). Body: {"database": "...", "retention": "30d" | "36h" | "none" | "default"}. Answers {"database", "retention", "effective_retention"}.`},
 }
 
 // createdToken answers apron.token.create.
@@ -46,6 +47,8 @@ type revokedToken struct {
 func (s *SQLServer) apronAction(ctx context.Context, a *flight.Action, send func([]byte) error) (ok bool, err error) {
 	switch a.GetType() {
 	case actionTokenCreate, actionTokenList, actionTokenRevoke:
+	case actionDatabaseUpdate:
+		return true, s.updateDatabase(ctx, a.GetBody(), send)
 	default:
 		return false, nil
 	}

@@ -210,8 +210,8 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	}
 	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g, onDone: onDone}
 	r.refs.Store(1)
-	r.chunks = e.snapshot(view, key, allTime)
-	r.files = e.persistedFiles(view, key, allTime)
+	r.chunks = e.snapshot(view, key, withCutoff(view, key, allTime))
+	r.files = e.persistedFiles(view, key, withCutoff(view, key, allTime))
 	return r
 }
 
@@ -524,10 +524,15 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 	if err != nil || !d.fits(schema) {
 		return nil
 	}
+	view := e.wb.View()
+	if straddlesCutoff(view, buffer.TableKey{Database: d.table.Database, Table: d.table.Name}) {
+		view.Release()
+		return nil // retention.go
+	}
 	duck.DestroyPrepare(&stmt)
 	e.directScans.Add(1)
 	untrack := e.track(c)
-	return e.newDirectReader(ctx, d, schema, e.wb.View(), func() {
+	return e.newDirectReader(ctx, d, schema, view, func() {
 		untrack()
 		e.release(c)
 	})

@@ -281,8 +281,9 @@ func apron_scan_init(p unsafe.Pointer) {
 			g.view = bd.e.wb.View()
 			view = g.view
 		}
-		g.chunks = bd.e.snapshot(view, bd.key, bd.bounds)
-		g.files = bd.e.persistedFiles(view, bd.key, bd.bounds)
+		bounds := withCutoff(view, bd.key, bd.bounds)
+		g.chunks = bd.e.snapshot(view, bd.key, bounds)
+		g.files = bd.e.persistedFiles(view, bd.key, bounds)
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
 	// A file's row groups are read by as many threads: count as many as

@@ -59,15 +59,23 @@ var (
 
 var systemTables = map[string]systemTable{
 	"databases": {
-		schema: arrow.NewSchema(fields("database_name", str, "database_id", u64, "tables", i64), nil),
+		schema: arrow.NewSchema(fields("database_name", str, "database_id", u64, "tables", i64,
+			"retention", str, "effective_retention", str), nil),
 		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
-			for _, d := range e.wb.Catalog().Databases() {
+			snap := e.wb.Catalog().Snapshot()
+			for _, d := range snap.Databases() {
 				if !who.CanRead(d.Name) {
 					continue
 				}
 				b.Field(0).(*array.StringBuilder).Append(d.Name)
 				b.Field(1).(*array.Uint64Builder).Append(d.ID)
 				b.Field(2).(*array.Int64Builder).Append(int64(len(d.Tables)))
+				b.Field(3).(*array.StringBuilder).Append(catalog.FormatRetention(d.Retention))
+				if r := e.wb.EffectiveRetention(snap, d.Name); r > 0 {
+					b.Field(4).(*array.StringBuilder).Append(catalog.FormatRetention(r))
+				} else {
+					b.Field(4).(*array.StringBuilder).Append("none")
+				}
 			}
 		},
 	},

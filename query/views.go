@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	duck "github.com/duckdb/duckdb-go-bindings"
 
@@ -36,6 +37,7 @@ type view struct {
 	db, table string
 	id        uint64 // the table's: a table dropped and made again is another
 	ncols     int
+	retention time.Duration // its database's, in force (retention.go)
 }
 
 func (v *viewSync) init(e *Engine) error {
@@ -117,12 +119,13 @@ func (v *viewSync) sync() error {
 					"database", d.Name, "table", t.Name, "other", cur.table)
 				continue
 			}
-			if ok && cur.id == t.ID && cur.ncols == len(t.Columns) {
+			retention := v.e.wb.EffectiveRetention(snap, d.Name)
+			if ok && cur.id == t.ID && cur.ncols == len(t.Columns) && cur.retention == retention {
 				continue
 			}
-			body := fmt.Sprintf("SELECT * FROM %s(%s, %s, %d)",
-				scanFunction, quoteLiteral(d.Name), quoteLiteral(t.Name), len(t.Columns))
-			nv := view{db: d.Name, table: t.Name, id: t.ID, ncols: len(t.Columns)}
+			body := fmt.Sprintf("SELECT * FROM %s(%s, %s, %d)%s",
+				scanFunction, quoteLiteral(d.Name), quoteLiteral(t.Name), len(t.Columns), retentionFilter(retention))
+			nv := view{db: d.Name, table: t.Name, id: t.ID, ncols: len(t.Columns), retention: retention}
 			stmt := fmt.Sprintf("CREATE OR REPLACE VIEW apron.%s.%s AS %s", quoteIdent(d.Name), quoteIdent(t.Name), body)
 			if err := exec(v.mu.admin, stmt); err != nil {
 				return fmt.Errorf("query: creating view for table %q.%q: %w", d.Name, t.Name, err)

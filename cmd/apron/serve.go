@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/flightsvc"
 	"github.com/apron-db/apron/query"
 	"github.com/apron-db/apron/wal"
@@ -36,6 +37,7 @@ type serveFlags struct {
 	gogcGiven           bool // by flag or APRON_GOGC
 	auth                authFlags
 	tls                 tlsFlags
+	retention           string
 }
 
 // newServeFlagSet is the flag set of apron serve over f's defaults (also
@@ -63,6 +65,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	fs.DurationVar(&f.sqlCfg.QueryIdleTimeout, "query-idle-timeout", f.sqlCfg.QueryIdleTimeout, "a query whose client takes no result batch for this long is cancelled and frees its slot; 0 = never")
 	fs.StringVar(&f.queryCfg.TempDir, "query-temp-dir", "", "directory where DuckDB may spill queries larger than --query-memory-limit (it may write files there, and nowhere else); empty: no spilling, such a query fails")
 	fs.Var(&f.maxValueSize, "max-value-size", "largest string or binary value a write may carry, e.g. 8MiB (clients read values back in gRPC messages of 4-16 MiB); 0 = no limit")
+	fs.StringVar(&f.retention, "retention", "none", "default retention of a database without its own (apron.database.update): rows older are invisible to reads and their Parquet files deleted, e.g. 30d, 2w, 36h; none keeps everything")
 	f.store.register(fs)
 	fs.StringVar(&f.queryCfg.CacheDir, "cache-dir", "", "local copies of persisted Parquet files fetched from the object store; default <data-dir>/cache")
 	f.cacheSize = byteSize(f.queryCfg.CacheSize)
@@ -106,6 +109,13 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		f.queryCfg.CacheDir = filepath.Join(f.cfg.DataDir, "cache")
 	}
 	f.queryCfg.MemoryLimit = int64(f.queryMemLimit)
+	r, err := catalog.ParseRetention(f.retention)
+	if err != nil || r == 0 && !strings.EqualFold(strings.TrimSpace(f.retention), "none") && f.retention != "" {
+		return nil, fmt.Errorf("--retention %q: want a duration such as 30d, 2w or 36h, or none", f.retention)
+	}
+	if r > 0 {
+		f.cfg.Retention = r
+	}
 	if err := f.queryCfg.Validate(); err != nil {
 		return nil, err
 	}

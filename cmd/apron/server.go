@@ -92,7 +92,7 @@ func newServer(ctx context.Context, f *serveFlags, log *slog.Logger) (*server, e
 	s.life.set(phaseReady)
 	f, st := s.f, s.f.store
 	log.Info("apron ready", "addr", s.lis.Addr().String(), "metrics_addr", s.metricsAddr, "data_dir", f.cfg.DataDir,
-		"wal_sync", f.walSync, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
+		"wal_sync", f.walSync, "retention", f.retention, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
 		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "slow_query_threshold", f.sqlCfg.SlowQueryThreshold, "max_value_size", f.cfg.MaxValueSize,
 		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
