@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -47,7 +48,7 @@ type WriteBuffer struct {
 		closing  bool
 		// persisted lists the segments whose segment file is durable, in
 		// id order (persist.go); some may still be in closed.
-		persisted []PersistedSegment
+		persisted persist.Index
 	}
 	persist persistState
 

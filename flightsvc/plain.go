@@ -21,6 +21,7 @@ import (
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 	apronpb "github.com/apron-db/apron/proto"
 )
 
@@ -296,7 +297,7 @@ func (s *Service) persistedFile(t *apronpb.ParquetTicket) bool {
 }
 
 // streamFiles streams the files of one table in a persisted segment.
-func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps buffer.PersistedSegment, db, table string, stream flight.FlightService_DoGetServer) error {
+func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps persist.Segment, db, table string, stream flight.FlightService_DoGetServer) error {
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.sql.mem))
 	defer w.Close()
 	for _, f := range ps.Files {
