@@ -60,6 +60,9 @@ type Config struct {
 	// its own (catalog.Database.Retention); 0 keeps rows forever
 	// (retention.go).
 	Retention time.Duration
+	// SweepInterval is how often the persister looks for persisted files
+	// to delete (expired ones; those of dropped tables it is told of).
+	SweepInterval time.Duration
 	// PersistRetryMin and PersistRetryMax bound the backoff between
 	// attempts of a failed persist step (exponential, with jitter; retried
 	// until Close).
@@ -102,6 +105,7 @@ func DefaultConfig() Config {
 		PersistRetryMax:       30 * time.Second,
 		StartupStoreTimeout:   2 * time.Minute,
 		PersistAttemptTimeout: 30 * time.Second,
+		SweepInterval:         time.Minute,
 	}
 }
 

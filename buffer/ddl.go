@@ -126,49 +126,6 @@ func (b *WriteBuffer) rollForDropLocked(why string) (uint64, error) {
 	return b.mu.open.id, nil
 }
 
-// forgetDroppedLocked takes the files of dropped tables out of the list
-// of persisted segments, so that no View taken from now on has them.
-func (b *WriteBuffer) forgetDroppedLocked() {
-	b.mu.persisted = withoutDropped(b.cat.Snapshot(), b.mu.persisted)
-}
-
-// withoutDropped returns segs without the files of tables dropped since
-// their segment; segments it does not change are shared, and segs is not
-// modified.
-func withoutDropped(cat *catalog.Snapshot, segs []PersistedSegment) []PersistedSegment {
-	if !cat.HasDropped() {
-		return segs
-	}
-	out := segs
-	copied := false
-	for i, ps := range segs {
-		keep := ps.Files[:0:0]
-		changed := false
-		for j, f := range ps.Files {
-			if cat.Hidden(f.Database, f.Table, ps.ID) {
-				if !changed {
-					keep = append(keep, ps.Files[:j]...)
-					changed = true
-				}
-				continue
-			}
-			if changed {
-				keep = append(keep, f)
-			}
-		}
-		if !changed {
-			continue
-		}
-		if !copied {
-			out = append([]PersistedSegment(nil), segs...)
-			copied = true
-		}
-		ps.Files = keep
-		out[i] = ps
-	}
-	return out
-}
-
 // Chunks returns the chunks of db.table in s, a segment of the View,
 // retained; none if the table's rows in s were dropped before the View
 // was taken.

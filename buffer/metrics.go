@@ -22,6 +22,8 @@ type metrics struct {
 	persistFailures   prometheus.Counter
 	persistTime       prometheus.Histogram
 	storeFailures     *prometheus.CounterVec
+	filesDeleted      *prometheus.CounterVec
+	bytesDeleted      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
@@ -81,8 +83,15 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		defer b.mu.Unlock()
 		return float64(len(b.mu.closed) + 1)
 	})
+	m.filesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apron_persist_files_deleted_total", Help: "Parquet files deleted from the object store, by reason: dropped (their table or database) or expired (retention).",
+	}, []string{"reason"})
+	m.bytesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apron_persist_bytes_deleted_total", Help: "Bytes of the Parquet files deleted, by reason.",
+	}, []string{"reason"})
 	m.collectors = []prometheus.Collector{m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
-		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures}
+		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
+		m.filesDeleted, m.bytesDeleted}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.MustRegister(c)

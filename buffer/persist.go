@@ -1,22 +1,14 @@
 package buffer
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,24 +16,21 @@ import (
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/internal/lograte"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
 // persistState is the WriteBuffer's persistence machinery (doc.go). One
-// goroutine, the persister, persists closed segments in id order; the files
-// of a segment are written PersistConcurrency at a time.
+// goroutine, the persister, persists closed segments in id order, each
+// step through package persist; the files of a segment are written
+// PersistConcurrency at a time.
 type persistState struct {
-	store  objstore.Store
-	tmpDir string // <data-dir>/persist: Parquet files being written
-	// writerID names this data dir in the segment files it persists, so
-	// that startup can tell its own segments from another server's.
-	writerID string
-	// catVersion is the newest catalog version in the store; the persister's
-	// (and Open's) alone.
-	catVersion uint64
-	notify     chan struct{}
-	cancel     context.CancelFunc
-	done       chan struct{}
+	// store is the persisted side in Config.Store, nil without one.
+	store  *persist.Store
+	notify chan struct{}
+	sweep  chan struct{} // kickSweep (sweep.go)
+	cancel context.CancelFunc
+	done   chan struct{}
 	// drain is closed by FinishPersist (shutdown.go): the persister
 	// finishes what it is persisting, starts nothing new, and retries no
 	// failed attempt.
@@ -69,47 +58,36 @@ type persistState struct {
 // WAL files they cover, and removes Parquet files no segment file lists.
 func (b *WriteBuffer) openStore() error {
 	b.persist.notify = make(chan struct{}, 1)
+	b.persist.sweep = make(chan struct{}, 1)
 	if b.cfg.Store == nil {
 		return nil
 	}
-	b.persist.store = b.cfg.Store
-	id, err := writerID(b.cfg.DataDir)
+	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry})
 	if err != nil {
 		return err
 	}
-	b.persist.writerID = id
-	b.persist.tmpDir = filepath.Join(b.cfg.DataDir, "persist")
-	if err := os.RemoveAll(b.persist.tmpDir); err != nil {
-		return fmt.Errorf("buffer: clearing %s: %w", b.persist.tmpDir, err)
-	}
-	if err := os.MkdirAll(b.persist.tmpDir, 0o755); err != nil {
-		return fmt.Errorf("buffer: %w", err)
-	}
+	b.persist.store = st
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartupStoreTimeout)
 	defer cancel()
 	if err := b.loadStoreCatalog(ctx); err != nil {
 		return err
 	}
-	segs, err := b.loadSegmentFiles(ctx)
+	segs, err := st.LoadSegments(ctx)
 	if err != nil {
 		return err
 	}
-	b.mu.persisted = withoutDropped(b.cat.Snapshot(), segs)
+	for _, s := range segs {
+		b.maxSegID = max(b.maxSegID, s.ID)
+	}
+	b.mu.persisted.Add(segs...)
+	b.forgetDroppedLocked()
 	if err := b.removePersistedWAL(segs); err != nil {
 		return err
 	}
-	if err := b.removeOrphans(ctx, segs); err != nil {
+	if err := st.RemoveOrphans(ctx, segs); err != nil {
 		return err
 	}
-	if c, ok := b.persist.store.(interface {
-		Clean(context.Context, time.Duration) (int, error)
-	}); ok {
-		if n, err := c.Clean(ctx, 0); err != nil {
-			b.log.Warn("removing temporary files of the object store failed", "err", err)
-		} else if n > 0 {
-			b.log.Info("removed temporary files left in the object store by a crash", "files", n)
-		}
-	}
+	st.CleanTemporary(ctx)
 	return nil
 }
 
@@ -130,42 +108,14 @@ func (b *WriteBuffer) startupRetry(ctx context.Context, what string, fn func() e
 	return nil
 }
 
+// loadStoreCatalog installs the store's newest catalog as the local
+// catalog file when it is newer (or the local file is missing), and loads
+// it.
 func (b *WriteBuffer) loadStoreCatalog(ctx context.Context) error {
-	store := b.persist.store
-	var objs []objstore.ObjectInfo
-	if err := b.startupRetry(ctx, "listing catalogs", func() (err error) {
-		objs, err = store.List(ctx, catalogsPrefix)
-		return err
-	}); err != nil {
-		return err
-	}
-	var newest uint64
-	for _, o := range objs {
-		if v, ok := parseNumbered(o.Name, catalogsPrefix, ".json"); ok {
-			newest = max(newest, v)
-		}
-	}
-	b.persist.catVersion = newest
-	_, statErr := os.Stat(b.catPath)
 	local := b.cat.Version()
-	if newest == 0 || (newest <= local && statErr == nil) {
-		return nil
-	}
-	name := catalogObject(newest)
-	var data []byte
-	if err := b.startupRetry(ctx, "reading "+name, func() error {
-		r, err := store.Get(ctx, name)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		data, err = io.ReadAll(r)
+	name, err := b.persist.store.LoadCatalog(ctx, b.catPath, local)
+	if err != nil || name == "" {
 		return err
-	}); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(b.catPath, data); err != nil {
-		return fmt.Errorf("buffer: installing catalog %s from the object store: %w", name, err)
 	}
 	cat, err := catalog.LoadFS(b.cfg.WALFS, b.catPath, b.cfg.Limits)
 	if err != nil {
@@ -176,69 +126,14 @@ func (b *WriteBuffer) loadStoreCatalog(ctx context.Context) error {
 	return nil
 }
 
-func (b *WriteBuffer) loadSegmentFiles(ctx context.Context) ([]PersistedSegment, error) {
-	store := b.persist.store
-	var objs []objstore.ObjectInfo
-	if err := b.startupRetry(ctx, "listing segment files", func() (err error) {
-		objs, err = store.List(ctx, segmentsPrefix)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	var segs []PersistedSegment
-	for _, o := range objs {
-		if _, ok := parseNumbered(o.Name, segmentsPrefix, ".json"); !ok {
-			b.log.Warn("ignoring an unexpected object among segment files", "object", o.Name)
-			continue
-		}
-		var data []byte
-		if err := b.startupRetry(ctx, "reading "+o.Name, func() error {
-			r, err := store.Get(ctx, o.Name)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			data, err = io.ReadAll(r)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		s, err := decodeSegmentFile(o.Name, data)
-		if err != nil {
-			return nil, fmt.Errorf("buffer: %w", err)
-		}
-		b.fillURIs(&s)
-		segs = append(segs, s)
-		b.maxSegID = max(b.maxSegID, s.ID)
-	}
-	slices.SortFunc(segs, func(x, y PersistedSegment) int { return cmpUint(x.ID, y.ID) })
-	return segs, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (b *WriteBuffer) fillURIs(s *PersistedSegment) {
-	for i := range s.Files {
-		s.Files[i].URI = b.persist.store.URI(s.Files[i].Path)
-	}
-}
-
 // removePersistedWAL deletes the WAL files of persisted segments: a crash
 // after the segment file was written but before its WAL file was deleted.
-func (b *WriteBuffer) removePersistedWAL(segs []PersistedSegment) error {
+func (b *WriteBuffer) removePersistedWAL(segs []persist.Segment) error {
 	ids, err := wal.ListSegments(b.cfg.WALFS, b.walDir)
 	if err != nil {
 		return fmt.Errorf("buffer: %w", err)
 	}
-	persisted := map[uint64]*PersistedSegment{}
+	persisted := map[uint64]*persist.Segment{}
 	for i := range segs {
 		persisted[segs[i].ID] = &segs[i]
 	}
@@ -247,11 +142,11 @@ func (b *WriteBuffer) removePersistedWAL(segs []PersistedSegment) error {
 		if persisted[id] == nil {
 			continue
 		}
-		if w := persisted[id].WriterID; w != "" && w != b.persist.writerID {
+		if w := persisted[id].WriterID; w != "" && w != b.persist.store.WriterID() {
 			// Another server persisted a segment of this id: its WAL file
 			// here holds rows of ours that the store does not have.
 			return fmt.Errorf("buffer: segment %d is in the object store as persisted by data dir %s, but this data dir (%s) has an unpersisted WAL file %s for the same segment id: two servers share one object store location; refusing to delete the WAL file. Give each server its own --gcs-prefix or bucket, then restart",
-				id, w, b.persist.writerID, walFileName(b.walDir, id))
+				id, w, b.persist.store.WriterID(), walFileName(b.walDir, id))
 		}
 		if err := b.cfg.WALFS.Remove(walFileName(b.walDir, id)); err != nil {
 			return fmt.Errorf("buffer: removing WAL file of persisted segment %d: %w", id, err)
@@ -263,37 +158,6 @@ func (b *WriteBuffer) removePersistedWAL(segs []PersistedSegment) error {
 		if err := b.cfg.WALFS.SyncDir(b.walDir); err != nil {
 			return fmt.Errorf("buffer: syncing WAL dir: %w", err)
 		}
-	}
-	return nil
-}
-
-// removeOrphans deletes the Parquet files that no segment file lists: the
-// uploads of a persist that crashed before its segment file. Nothing reads
-// them (readers find files through segment files only), and the segment,
-// replayed from its WAL, is persisted again.
-func (b *WriteBuffer) removeOrphans(ctx context.Context, segs []PersistedSegment) error {
-	store := b.persist.store
-	listed := map[string]bool{}
-	for _, s := range segs {
-		for _, f := range s.Files {
-			listed[f.Path] = true
-		}
-	}
-	var objs []objstore.ObjectInfo
-	if err := b.startupRetry(ctx, "listing Parquet files", func() (err error) {
-		objs, err = store.List(ctx, dbsPrefix)
-		return err
-	}); err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if listed[o.Name] {
-			continue
-		}
-		if err := b.startupRetry(ctx, "deleting orphan "+o.Name, func() error { return store.Delete(ctx, o.Name) }); err != nil {
-			return err
-		}
-		b.log.Info("removed a Parquet file that no segment file lists (left by an interrupted persist)", "object", o.Name, "size", o.Size)
 	}
 	return nil
 }
@@ -332,12 +196,14 @@ func (b *WriteBuffer) kickPersister() {
 
 func (b *WriteBuffer) persister(ctx context.Context) {
 	defer close(b.persist.done)
+	tick := time.NewTicker(b.cfg.SweepInterval)
+	defer tick.Stop()
 	for {
 		if b.draining() {
 			return
 		}
 		seg := b.nextToPersist()
-		if seg == nil && b.cat.Version() > b.persist.catVersion {
+		if seg == nil && b.cat.Version() > b.persist.store.CatalogVersion() {
 			if _, err := b.persistCatalog(ctx, b.cat.Version()); err != nil {
 				return
 			}
@@ -351,7 +217,13 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 				return
 			case <-b.persist.notify:
 				continue
+			case <-tick.C:
+			case <-b.persist.sweep:
 			}
+			if err := b.sweep(ctx); err != nil {
+				return // only cancellation ends retries
+			}
+			continue
 		}
 		seg.seal()
 		if err := b.persistSegment(ctx, seg); err != nil {
@@ -536,17 +408,9 @@ func (b *WriteBuffer) fullErrorLocked(used int64) error {
 	return fmt.Errorf("%w: %d bytes buffered reach --buffer-mem-limit (%d bytes); %s", ErrBufferFull, used, b.cfg.MemLimit, why)
 }
 
-// partTask is one Parquet file of a segment to write.
-type partTask struct {
-	key    TableKey
-	day    int64
-	chunks []Chunk
-	schema *catalog.Table
-}
-
-// persistSegment persists seg (doc.go): catalog, Parquet files, segment
-// file, then its WAL file is deleted. Every step is retried until it
-// succeeds; only ctx (Close) stops it, with the error of ctx.
+// persistSegment persists seg (persist/doc.go): catalog, Parquet files,
+// segment file, then its WAL file is deleted. Every step is retried until
+// it succeeds; only ctx (Close) stops it, with the error of ctx.
 func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	start := time.Now()
 	b.persist.current.Store(seg.id)
@@ -562,10 +426,10 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	}
 
 	// 2. The Parquet files, PersistConcurrency at a time.
-	var tasks []partTask
+	var tasks []persist.Part
 	defer func() {
 		for _, t := range tasks {
-			for _, c := range t.chunks {
+			for _, c := range t.Chunks {
 				c.Rec.Release()
 			}
 		}
@@ -586,10 +450,11 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 				}
 				continue // retention.go
 			}
-			tasks = append(tasks, partTask{key: k, day: day, chunks: chunks, schema: tbl})
+			tasks = append(tasks, persist.Part{Segment: seg.id, Database: k.Database, Table: k.Table, Day: day, Schema: tbl,
+				Chunks: persistChunks(chunks)})
 		}
 	}
-	files := make([]PersistedFile, len(tasks))
+	files := make([]persist.File, len(tasks))
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -603,7 +468,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 				if failed.Load() {
 					continue // the segment cannot commit in this attempt
 				}
-				f, err := b.persistFile(ctx, seg.id, tasks[i])
+				f, err := b.persistFile(ctx, tasks[i])
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					failed.Store(true)
@@ -621,7 +486,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	slices.SortFunc(files, func(x, y PersistedFile) int {
+	slices.SortFunc(files, func(x, y persist.File) int {
 		switch {
 		case x.Path < y.Path:
 			return -1
@@ -638,32 +503,29 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		return err
 	}
 	b.mu.Lock()
-	ps := PersistedSegment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files,
-		WriterID: b.persist.writerID}
+	ps := persist.Segment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files,
+		WriterID: b.persist.store.WriterID()}
 	b.mu.Unlock()
 	for _, f := range files {
 		ps.Rows += f.Rows
 	}
-	data, err := encodeSegmentFile(ps)
+	data, err := persist.EncodeSegmentFile(ps)
 	if err != nil {
 		return fmt.Errorf("buffer: encoding segment file: %w", err)
 	}
-	name := segmentObject(seg.id)
-	crc := objstore.CRC32C(data)
+	name := persist.SegmentObject(seg.id)
 	if err := b.retry(ctx, "writing "+name, func() error {
 		return b.attempt(ctx, int64(len(data)), func(ctx context.Context) error {
-			return b.putImmutable(ctx, name, func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
+			return b.persist.store.PutSegmentFile(ctx, seg.id, data)
 		})
 	}); err != nil {
 		return err
 	}
-	b.fillURIs(&ps)
 	b.mu.Lock()
 	seg.persisted = true
-	b.mu.persisted = append(b.mu.persisted, ps)
-	slices.SortFunc(b.mu.persisted, func(x, y PersistedSegment) int { return cmpUint(x.ID, y.ID) })
+	b.mu.persisted.Add(ps)
 	// A drop while the segment was being written.
-	b.mu.persisted = withoutDropped(b.cat.Snapshot(), b.mu.persisted)
+	b.forgetDroppedLocked()
 	b.mu.Unlock()
 
 	// 4. Only now the WAL file.
@@ -703,18 +565,13 @@ func (b *WriteBuffer) persistCatalog(ctx context.Context, atLeast uint64) (uint6
 			return err
 		}
 		catVersion = v
-		if v <= b.persist.catVersion {
-			catVersion = b.persist.catVersion
+		if stored := b.persist.store.CatalogVersion(); v <= stored {
+			catVersion = stored
 			return nil
 		}
-		crc := objstore.CRC32C(data)
-		if err := b.attempt(ctx, int64(len(data)), func(ctx context.Context) error {
-			return b.putImmutable(ctx, catalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
-		}); err != nil {
-			return err
-		}
-		b.persist.catVersion = v
-		return nil
+		return b.attempt(ctx, int64(len(data)), func(ctx context.Context) error {
+			return b.persist.store.PutCatalog(ctx, v, data)
+		})
 	})
 	return catVersion, err
 }
@@ -744,103 +601,38 @@ func (b *WriteBuffer) catalogFile(atLeast uint64) ([]byte, uint64, error) {
 
 // persistFile writes one partition as Parquet into a temporary file, then
 // uploads it; each retried until done.
-func (b *WriteBuffer) persistFile(ctx context.Context, segID uint64, t partTask) (PersistedFile, error) {
-	name := parquetObject(t.key.Database, t.key.Table, t.day, segID)
-	var (
-		f   *os.File
-		pf  partFile
-		sz  int64
-		crc uint32
-	)
+func (b *WriteBuffer) persistFile(ctx context.Context, p persist.Part) (persist.File, error) {
+	name := p.Object()
+	var tmp *persist.TempFile
 	if err := b.retry(ctx, "writing "+name, func() (err error) {
-		f, pf, sz, crc, err = b.encodeToTemp(ctx, t)
+		// The encoding allocates and frees many short-lived buffers
+		// (gathered batches, the Parquet writer's pages): recycled, they
+		// are not garbage. Closed last, once the encoding has freed them.
+		mem := NewRecycler(b.mem)
+		defer mem.Close()
+		tmp, err = b.persist.store.WriteTemp(ctx, p, mem)
 		return err
 	}); err != nil {
-		return PersistedFile{}, err
+		return persist.File{}, err
 	}
-	defer func() {
-		f.Close()
-		os.Remove(f.Name())
-	}()
+	defer tmp.Remove()
 	if err := b.retry(ctx, "uploading "+name, func() error {
-		return b.attempt(ctx, sz, func(ctx context.Context) error {
-			return b.putImmutable(ctx, name, func() io.Reader { return io.NewSectionReader(f, 0, sz) }, sz, crc, true)
+		return b.attempt(ctx, tmp.Size(), func(ctx context.Context) error {
+			return b.persist.store.UploadParquet(ctx, tmp)
 		})
 	}); err != nil {
-		return PersistedFile{}, err
+		return persist.File{}, err
 	}
-	return PersistedFile{Path: name, Size: sz, CRC32C: crc, Rows: pf.Rows, MinTime: pf.MinTime, MaxTime: pf.MaxTime,
-		Database: t.key.Database, Table: t.key.Table, Partition: partitionName(t.day)}, nil
+	return tmp.File(), nil
 }
 
-// countingWriter counts what the Parquet writer writes, and fails once
-// ctx ends: a cancelled persist stops encoding at its next write instead
-// of finishing a file nobody will upload.
-type countingWriter struct {
-	ctx context.Context
-	w   io.Writer
-	n   int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
+// persistChunks are chunks as package persist takes them.
+func persistChunks(chunks []Chunk) []persist.Chunk {
+	out := make([]persist.Chunk, len(chunks))
+	for i, c := range chunks {
+		out[i] = persist.Chunk{Rec: c.Rec, MinTime: c.MinTime, MaxTime: c.MaxTime}
 	}
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (b *WriteBuffer) encodeToTemp(ctx context.Context, t partTask) (_ *os.File, _ partFile, size int64, crc uint32, err error) {
-	f, err := os.CreateTemp(b.persist.tmpDir, "part-*.parquet")
-	if err != nil {
-		return nil, partFile{}, 0, 0, err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	cw := &countingWriter{ctx: ctx, w: io.MultiWriter(f, h)}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	pf, err := writePartition(bw, t.schema.ArrowSchema(), t.chunks, b.mem)
-	if err != nil {
-		return nil, partFile{}, 0, 0, err
-	}
-	if err := bw.Flush(); err != nil {
-		return nil, partFile{}, 0, 0, err
-	}
-	return f, pf, cw.n, h.Sum32(), nil
-}
-
-// putImmutable stores an object under a deterministic name with
-// MustNotExist. If the name is taken by the same bytes (size and CRC32C),
-// an earlier attempt landed: done. If by other bytes, it is an error,
-// unless overwrite: Parquet files are listed by no segment file until their
-// segment file is written, so a different one is an orphan of an earlier
-// attempt, and is replaced.
-func (b *WriteBuffer) putImmutable(ctx context.Context, name string, data func() io.Reader, size int64, crc uint32, overwrite bool) error {
-	store := b.persist.store
-	err := store.Put(ctx, name, data(), size, objstore.PutOptions{MustNotExist: true, CRC32C: &crc})
-	if !errors.Is(err, objstore.ErrExists) {
-		return err
-	}
-	a, err := store.Attributes(ctx, name)
-	if err != nil {
-		return err
-	}
-	if a.Size == size && a.CRC32C == crc {
-		b.log.Info("object already in the store from an earlier attempt", "object", name, "size", size)
-		return nil
-	}
-	if !overwrite {
-		return fmt.Errorf("%s exists with other content (size %d crc32c %08x, want %d %08x): another server writing to the same store?",
-			name, a.Size, a.CRC32C, size, crc)
-	}
-	b.log.Warn("replacing an unlisted Parquet file left by an earlier attempt", "object", name, "old_size", a.Size, "size", size)
-	return store.Put(ctx, name, data(), size, objstore.PutOptions{CRC32C: &crc})
+	return out
 }
 
 // partitionChunks returns the table's chunks by partition day, retained.
@@ -887,11 +679,12 @@ type View struct {
 	Buffered []*Segment
 	// Persisted are the persisted segments not in Buffered, in id order;
 	// their files are in Store().
-	Persisted []PersistedSegment
+	Persisted []persist.Segment
 
 	b    *WriteBuffer
 	cat  *catalog.Snapshot // as the View was taken: what was dropped (ddl.go)
 	now  time.Time         // when it was taken: what expired (retention.go)
+	gen  uint64            // the Index's generation then (sweep.go)
 	once sync.Once
 }
 
@@ -899,18 +692,14 @@ type View struct {
 func (b *WriteBuffer) View() *View {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v := &View{b: b, cat: b.cat.Snapshot(), now: b.cfg.Now(), Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
+	v := &View{b: b, cat: b.cat.Snapshot(), now: b.cfg.Now(), gen: b.viewTakenLocked(), Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
 	ids := make(map[uint64]bool, len(b.mu.closed)+1)
 	for _, s := range append(slices.Clip(b.mu.closed), b.mu.open) {
 		s.readers++
 		v.Buffered = append(v.Buffered, s)
 		ids[s.id] = true
 	}
-	for _, p := range b.mu.persisted {
-		if !ids[p.ID] {
-			v.Persisted = append(v.Persisted, p)
-		}
-	}
+	v.Persisted = b.mu.persisted.Without(ids)
 	return v
 }
 
@@ -919,6 +708,7 @@ func (v *View) Release() {
 	v.once.Do(func() {
 		var free []*Segment
 		v.b.mu.Lock()
+		v.b.viewReleasedLocked(v.gen)
 		for _, s := range v.Buffered {
 			s.readers--
 			if s.readers == 0 && s.dropped {
@@ -934,14 +724,17 @@ func (v *View) Release() {
 
 // Persisted returns every persisted segment, in id order, including those
 // still buffered. Queries should use View instead.
-func (b *WriteBuffer) Persisted() []PersistedSegment {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.mu.persisted)
+func (b *WriteBuffer) Persisted() []persist.Segment {
+	return b.mu.persisted.Segments()
 }
 
 // Store is the object store of persisted files, nil if none.
-func (b *WriteBuffer) Store() objstore.Store { return b.persist.store }
+func (b *WriteBuffer) Store() objstore.Store {
+	if b.persist.store == nil {
+		return nil
+	}
+	return b.persist.store.Objects()
+}
 
 // noteSequence records a WAL sequence of the segment; under
 // WriteBuffer.mu, or during replay.
@@ -950,65 +743,4 @@ func (s *Segment) noteSequence(seq uint64) {
 		s.firstSeq = seq
 	}
 	s.lastSeq = seq
-}
-
-// writeFileAtomic writes path so that a crash leaves the old or the new
-// file: temp file, fsync, rename, fsync the directory.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
-}
-
-// writerID returns the id of the data dir, made at its first use with
-// persistence: <data-dir>/writer-id, 16 random bytes in hex.
-func writerID(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, "writer-id")
-	data, err := os.ReadFile(path)
-	if err == nil {
-		id := strings.TrimSpace(string(data))
-		if len(id) != 32 {
-			return "", fmt.Errorf("buffer: %s holds %q, not a writer id (32 hex digits)", path, id)
-		}
-		return id, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("buffer: reading %s: %w", path, err)
-	}
-	var raw [16]byte
-	if _, err := crand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	id := hex.EncodeToString(raw[:])
-	if err := writeFileAtomic(path, []byte(id+"\n")); err != nil {
-		return "", fmt.Errorf("buffer: writing %s: %w", path, err)
-	}
-	return id, nil
 }

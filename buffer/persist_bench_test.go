@@ -21,6 +21,7 @@ import (
 
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -136,11 +137,11 @@ func BenchmarkPersist(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	wb.persist.store = store
-	wb.persist.tmpDir = filepath.Join(cfg.DataDir, "persist")
-	if err := os.MkdirAll(wb.persist.tmpDir, 0o755); err != nil {
+	st, err := persist.Open(persist.Config{Objects: store, DataDir: cfg.DataDir})
+	if err != nil {
 		b.Fatal(err)
 	}
+	wb.persist.store = st
 	b.Logf("segment: %d rows, %d bytes buffered (%.1f B/row)", rowsWritten, buffered, float64(buffered)/float64(rowsWritten))
 
 	// Direct pqarrow, the chunks as they are.
@@ -149,7 +150,7 @@ func BenchmarkPersist(b *testing.B) {
 	start := time.Now()
 	var directSize int64
 	for _, cs := range chunks {
-		props, arrProps := parquetWriterProps(mem, nil)
+		props, arrProps := persist.WriterProperties(mem, nil)
 		f, err := os.Create(filepath.Join(dir, "direct.parquet"))
 		if err != nil {
 			b.Fatal(err)
@@ -161,7 +162,7 @@ func BenchmarkPersist(b *testing.B) {
 		}
 		var groupRows int64
 		for _, c := range cs {
-			if groupRows+c.Rec.NumRows() > parquetRowGroupRows {
+			if groupRows+c.Rec.NumRows() > persist.RowGroupRows {
 				fw.NewBufferedRowGroup()
 				groupRows = 0
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/objstore/objstoretest"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -209,7 +210,7 @@ func viewRows(t *testing.T, b *WriteBuffer, table string) []row {
 func checkStoreConsistent(t *testing.T, b *WriteBuffer, store objstore.Store) {
 	t.Helper()
 	ctx := context.Background()
-	listed := map[string]PersistedFile{}
+	listed := map[string]persist.File{}
 	for _, ps := range b.Persisted() {
 		for _, f := range ps.Files {
 			listed[f.Path] = f
@@ -218,7 +219,7 @@ func checkStoreConsistent(t *testing.T, b *WriteBuffer, store objstore.Store) {
 			t.Errorf("WAL file of persisted segment %d still there (%v)", ps.ID, err)
 		}
 	}
-	objs, err := store.List(ctx, dbsPrefix)
+	objs, err := store.List(ctx, persist.DBsPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,31 +1,25 @@
 package buffer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/objstore/objstoretest"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -50,117 +44,6 @@ func writeMixed(t *testing.T, b *WriteBuffer, base int64, n int) map[string][]ro
 		want[table] = append(want[table], next...)
 	}
 	return want
-}
-
-func TestParquetFile(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	b := openBuffer(t, testConfig(t, mem))
-	defer b.Close()
-	rows := genRows(t0.UnixNano(), 1000, 7919) // out of order by host, in order by time
-	write(t, b, "cpu", cpuSchema, rows[:600])
-	extra := slices.Clone(rows[600:])
-	for i := range extra {
-		extra[i].Extra = ptr(int64(i * 3))
-	}
-	write(t, b, "cpu", cpuExtraSchema, extra)
-	want := append(slices.Clone(rows[:600]), extra...)
-	id := roll(t, b)
-	seg, _ := b.Segment(id)
-	seg.seal()
-	parts := seg.tableBuffer(TableKey{"db", "cpu"}, false).partitionChunks()
-	if len(parts) != 1 {
-		t.Fatalf("%d partitions, want 1", len(parts))
-	}
-	tbl, _ := b.Catalog().Table("db", "cpu")
-	var first, second bytes.Buffer
-	for _, chunks := range parts {
-		if len(chunks) < 5 {
-			t.Fatalf("%d chunks: the test wants several", len(chunks))
-		}
-		pf, err := writePartition(&first, tbl.ArrowSchema(), chunks, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pf.Rows != 1000 || pf.MinTime != rows[0].Time || pf.MaxTime != rows[999].Time {
-			t.Fatalf("file stats %+v", pf)
-		}
-		if _, err := writePartition(&second, tbl.ArrowSchema(), chunks, mem); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range chunks {
-			c.Rec.Release()
-		}
-	}
-	if !bytes.Equal(first.Bytes(), second.Bytes()) {
-		t.Fatal("the same rows gave different bytes")
-	}
-
-	// Rows: all there, sorted by host (nulls last), then time.
-	rec := readParquetBytes(t, first.Bytes(), mem)
-	got := rowsOf(t, rec)
-	rec.Release()
-	assertRows(t, got, want)
-	sorted := slices.IsSortedFunc(got, func(x, y row) int {
-		hx, hy := "\xff\xff", "\xff\xff"
-		if x.Host != nil {
-			hx = *x.Host
-		}
-		if y.Host != nil {
-			hy = *y.Host
-		}
-		if c := strings.Compare(hx, hy); c != 0 {
-			return c
-		}
-		return int(x.Time - y.Time)
-	})
-	if !sorted {
-		t.Fatal("rows not sorted by (host, time)")
-	}
-
-	// Metadata.
-	pr, err := file.NewParquetReader(bytes.NewReader(first.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	md := pr.MetaData()
-	col := md.Schema.Column(0)
-	if col.Name() != "time" {
-		t.Fatalf("column 0 is %q", col.Name())
-	}
-	ts, ok := col.LogicalType().(schema.TimestampLogicalType)
-	if !ok || ts.TimeUnit() != schema.TimeUnitNanos || ts.IsAdjustedToUTC() {
-		t.Fatalf("time logical type %s, want Timestamp(isAdjustedToUTC=false, NANOS)", col.LogicalType())
-	}
-	if hs := md.Schema.Column(1); hs.Name() != "host" || !hs.LogicalType().Equals(schema.StringLogicalType{}) {
-		t.Fatalf("column 1: %s %s", hs.Name(), hs.LogicalType())
-	}
-	if md.NumRows != 1000 || md.NumRowGroups() != 1 {
-		t.Fatalf("%d rows in %d row groups", md.NumRows, md.NumRowGroups())
-	}
-	rg := md.RowGroup(0)
-	for i := range rg.NumColumns() {
-		cc, err := rg.ColumnChunk(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cc.Compression() != compress.Codecs.Zstd {
-			t.Errorf("column %d compressed with %s", i, cc.Compression())
-		}
-		if ok, err := cc.StatsSet(); !ok || err != nil {
-			t.Errorf("column %d: no statistics (%v)", i, err)
-		}
-	}
-	cc, _ := rg.ColumnChunk(0)
-	st, _ := cc.Statistics()
-	if tsStats, ok := st.(interface{ Min() int64 }); !ok || tsStats.Min() != rows[0].Time {
-		t.Errorf("time statistics %v", st)
-	}
-	if sc := rg.SortingColumns(); len(sc) != 2 || sc[0].ColumnIdx != 1 || sc[1].ColumnIdx != 0 {
-		t.Errorf("sorting columns %+v", sc)
-	}
-	_ = parquet.V2_6
 }
 
 func TestPersistSegment(t *testing.T) {
@@ -207,8 +90,8 @@ func TestPersistSegment(t *testing.T) {
 			if !slices.Equal(names, wantNames) {
 				t.Fatalf("files %q, want %q", names, wantNames)
 			}
-			objstoretest.MustGet(t, store, catalogObject(b.Catalog().Version()))
-			seg, err := decodeSegmentFile(segmentObject(id), objstoretest.MustGet(t, store, segmentObject(id)))
+			objstoretest.MustGet(t, store, persist.CatalogObject(b.Catalog().Version()))
+			seg, err := persist.DecodeSegmentFile(persist.SegmentObject(id), objstoretest.MustGet(t, store, persist.SegmentObject(id)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -503,25 +386,6 @@ func TestStartupLoadsStoreCatalog(t *testing.T) {
 	}
 }
 
-func TestSegmentFileNames(t *testing.T) {
-	for _, c := range []struct{ db, table, want string }{
-		{"db", "cpu", "dbs/db/cpu/2026-11-29/00000000000000000007.parquet"},
-		{"db", "a/b c", "dbs/db/a%2Fb%20c/2026-11-29/00000000000000000007.parquet"},
-		{"db", ".hidden", "dbs/db/%2Ehidden/2026-11-29/00000000000000000007.parquet"},
-		{"db", "..", "dbs/db/%2E./2026-11-29/00000000000000000007.parquet"},
-	} {
-		got := parquetObject(c.db, c.table, dayOf(t0.UnixNano()), 7)
-		if got != c.want {
-			t.Errorf("%q.%q: %q, want %q", c.db, c.table, got, c.want)
-		}
-		if err := objstore.ValidateName(got); err != nil {
-			t.Error(err)
-		}
-	}
-	_ = sort.Strings
-	_ = arrow.PrimitiveTypes.Int64
-}
-
 // TestSharedStoreRefused: a data dir whose unpersisted WAL file has the id
 // of a segment another data dir persisted to the same store must not
 // delete it (its rows are nowhere else): startup fails, naming the cause.
@@ -560,44 +424,6 @@ func TestSharedStoreRefused(t *testing.T) {
 	}
 	if _, serr := os.Stat(walFileName(filepath.Join(dirA, "wal"), 1)); serr != nil {
 		t.Fatalf("A's WAL file of segment 1 is gone: %v", serr)
-	}
-}
-
-// TestPermutationWidths: the 4-byte permutation and the 8-byte one (taken
-// by partitions too large for 4 bytes) give the same order.
-func TestPermutationWidths(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	b := openBuffer(t, testConfig(t, mem))
-	defer b.Close()
-	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 1000, 7919))
-	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+3, 555, 13))
-	id := roll(t, b)
-	seg, _ := b.Segment(id)
-	seg.seal()
-	tbl, _ := b.Catalog().Table("db", "cpu")
-	for _, chunks := range seg.tableBuffer(TableKey{"db", "cpu"}, false).partitionChunks() {
-		src, err := newPartSource(parquetSchema(tbl.ArrowSchema()), chunks, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		small := src.sortedPermutation()
-		if small.small == nil || small.shift != 7 { // ChunkRows 100: 7 bits a row
-			t.Fatalf("permutation of %d chunks of at most 100 rows: shift %d, 4-byte %v", len(chunks), small.shift, small.small != nil)
-		}
-		large := permutation{large: sortRows[uint64](src, 32), shift: 32}
-		got := small.expand(0, small.len(), nil)
-		want := large.expand(0, large.len(), nil)
-		if !slices.Equal(got, want) {
-			t.Fatalf("4-byte and 8-byte permutations differ")
-		}
-		if len(got) != 1555 {
-			t.Fatalf("%d rows in the permutation, want 1555", len(got))
-		}
-		src.release()
-		for _, c := range chunks {
-			c.Rec.Release()
-		}
 	}
 }
 

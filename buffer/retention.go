@@ -27,6 +27,7 @@ func (b *WriteBuffer) SetRetention(db string, r time.Duration) (changed bool, er
 		b.log.Info("retention changed", "database", db, "retention", catalog.FormatRetention(r),
 			"effective", catalog.FormatRetention(b.effectiveRetention(b.cat.Snapshot(), db)))
 		b.kickPersister()
+		b.kickSweep()
 	}
 	return changed, err
 }

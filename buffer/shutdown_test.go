@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 )
 
 // gatedStore holds every upload of a Parquet file until open is closed
@@ -24,7 +25,7 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
-	if strings.HasPrefix(name, dbsPrefix) {
+	if strings.HasPrefix(name, persist.DBsPrefix) {
 		select {
 		case <-g.open:
 		case <-ctx.Done():

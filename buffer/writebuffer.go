@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -47,7 +48,10 @@ type WriteBuffer struct {
 		closing  bool
 		// persisted lists the segments whose segment file is durable, in
 		// id order (persist.go); some may still be in closed.
-		persisted []PersistedSegment
+		persisted persist.Index
+		// sweep is what the deletion of persisted files waits on
+		// (sweep.go).
+		sweep sweepState
 	}
 	persist persistState
 
@@ -81,6 +85,9 @@ func Open(cfg Config) (*WriteBuffer, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Minute
 	}
 	if cfg.WALFS == nil {
 		cfg.WALFS = wal.OSFS()

@@ -21,6 +21,7 @@ import (
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 	apronpb "github.com/apron-db/apron/proto"
 )
 
@@ -277,9 +278,11 @@ func (s *Service) doGetParquet(ctx context.Context, t *apronpb.ParquetTicket, st
 	if !s.persistedFile(t) {
 		return fmt.Errorf("%w: no persisted file %q of table %q in database %q in segment %d; call GetFlightInfo again", errNotFound, t.Path, t.Table, t.Database, t.SegmentId)
 	}
+	// The View is held while the file streams: the buffer deletes no file
+	// a View may list (buffer/sweep.go).
 	v := s.sql.wb.View()
+	defer v.Release()
 	cutoff := v.Cutoff(t.Database)
-	v.Release()
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(tbl.ArrowSchema()), ipc.WithAllocator(s.sql.mem))
 	defer w.Close()
 	return s.writeFile(ctx, w, tbl.ArrowSchema(), t.Path, cutoff)
@@ -302,7 +305,7 @@ func (s *Service) persistedFile(t *apronpb.ParquetTicket) bool {
 }
 
 // streamFiles streams the files of one table in a persisted segment.
-func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps buffer.PersistedSegment, db, table string, cutoff int64, stream flight.FlightService_DoGetServer) error {
+func (s *Service) streamFiles(ctx context.Context, schema *arrow.Schema, ps persist.Segment, db, table string, cutoff int64, stream flight.FlightService_DoGetServer) error {
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.sql.mem))
 	defer w.Close()
 	for _, f := range ps.Files {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,35 @@ func TestDDL(t *testing.T) {
 	update("CREATE TABLE ddl.cpu (time TIMESTAMP_NS, host VARCHAR)")
 	if n := count("ddl.cpu"); n != 0 {
 		t.Fatalf("ddl.cpu made again after DROP SCHEMA has %d rows", n)
+	}
+}
+
+// TestCLIDDLAndRetention: apron query runs DDL (answering OK), apron
+// database update sets a retention, apron show databases shows it.
+func TestCLIDDLAndRetention(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	host := []string{"--host", s.Addr}
+	r := mustApron(t, "", append([]string{"query", "CREATE TABLE clidb.cpu (time TIMESTAMP, host VARCHAR)"}, host...)...)
+	if !strings.HasPrefix(r.stdout, "OK in ") {
+		t.Fatalf("CREATE TABLE answered %q", r.stdout)
+	}
+	r = mustApron(t, "", append([]string{"database", "update", "clidb", "--retention", "30d"}, host...)...)
+	if r.stdout != "database clidb: retention 30d (in force: 30d)\n" {
+		t.Fatalf("database update answered %q", r.stdout)
+	}
+	r = mustApron(t, "", append([]string{"show", "databases", "--format", "csv"}, host...)...)
+	if !strings.Contains(r.stdout, "clidb,") || !strings.Contains(r.stdout, ",30d,30d") {
+		t.Fatalf("show databases:\n%s", r.stdout)
+	}
+	if r := runApron(t, "", append([]string{"database", "update", "clidb", "--retention", "3s"}, host...)...); r.code != 1 || !strings.Contains(r.stderr, "INVALID_ARGUMENT") {
+		t.Fatalf("a bad retention: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runApron(t, "", append([]string{"database", "update", "clidb"}, host...)...); r.code != 2 {
+		t.Fatalf("no setting: exit %d, want 2 (usage)", r.code)
+	}
+	r = mustApron(t, "", append([]string{"query", "DROP SCHEMA clidb CASCADE"}, host...)...)
+	if !strings.HasPrefix(r.stdout, "OK in ") {
+		t.Fatalf("DROP SCHEMA answered %q", r.stdout)
 	}
 }

@@ -26,7 +26,7 @@ import (
 )
 
 // Persistence tests: closed segments go to the object store as Parquet
-// (buffer/doc.go), leave memory, and are read back by SQL and plain Flight.
+// (persist/doc.go), leave memory, and are read back by SQL and plain Flight.
 
 // persistBatchRows is the size of every batch the persistence tests write.
 const persistBatchRows = 500

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 )
 
 // fileCache keeps whole copies of persisted Parquet files in a local
@@ -111,7 +111,7 @@ func newFileCache(dir string, limit int64, store objstore.Store) (*fileCache, er
 
 // inPlace returns the local path of an object the store keeps as a local
 // file, if it does.
-func inPlace(store objstore.Store, f buffer.PersistedFile) (string, bool) {
+func inPlace(store objstore.Store, f persist.File) (string, bool) {
 	uri := f.URI
 	if uri == "" {
 		uri = store.URI(f.Path)
@@ -125,7 +125,7 @@ func inPlace(store objstore.Store, f buffer.PersistedFile) (string, bool) {
 
 // acquire returns a local path holding f's bytes, pinned until release is
 // called (once).
-func (c *fileCache) acquire(ctx context.Context, f buffer.PersistedFile) (path string, release func(), err error) {
+func (c *fileCache) acquire(ctx context.Context, f persist.File) (path string, release func(), err error) {
 	if p, ok := inPlace(c.store, f); ok {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -251,7 +251,7 @@ func removeFiles(paths []string) {
 }
 
 // fetch copies f from the store to local, checking size and CRC32C.
-func (c *fileCache) fetch(ctx context.Context, f buffer.PersistedFile, local string) (err error) {
+func (c *fileCache) fetch(ctx context.Context, f persist.File, local string) (err error) {
 	c.fetches.Add(1)
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return fmt.Errorf("caching %s: %w", f.Path, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
 )
 
 // A direct scan is a query that returns columns of one table as they are
@@ -185,7 +186,7 @@ type directReader struct {
 	mem    memory.Allocator
 	g      *scanGlobal // for the persisted files' reader
 	chunks []buffer.Chunk
-	files  []buffer.PersistedFile
+	files  []persist.File
 	file   *fileReader
 	cur    arrow.RecordBatch
 	err    error

@@ -17,6 +17,7 @@ import (
 	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/persist"
 )
 
 // Config configures an Engine. Flags of `apron serve` map onto it in
@@ -187,7 +188,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
-			if _, local := inPlace(store, buffer.PersistedFile{Path: "x"}); !local {
+			if _, local := inPlace(store, persist.File{Path: "x"}); !local {
 				return nil, errors.New("query: a cache dir is required to read persisted files (--cache-dir)")
 			}
 			e.cache = &fileCache{store: store} // local files only: read in place

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/persist"
 )
 
 // parquetBatchRows is how many rows pqarrow decodes of a persisted file at
@@ -27,7 +28,7 @@ const parquetBatchRows = 8 << 10
 // row groups that may hold rows within the scan's time bounds found. The
 // native decoder (pq*.go) or a fileReader reads it.
 type parquetFile struct {
-	f      buffer.PersistedFile
+	f      persist.File
 	unpin  func()
 	pf     *file.Reader
 	groups []int
@@ -35,7 +36,7 @@ type parquetFile struct {
 
 // openParquet opens f for the scan, or returns nil when none of its row
 // groups can match.
-func (g *scanGlobal) openParquet(f buffer.PersistedFile) (_ *parquetFile, err error) {
+func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 	e := g.bind.e
 	if e.cache == nil {
 		return nil, fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
@@ -106,7 +107,7 @@ type fileReader struct {
 
 // openFile opens f for the scan, or returns nil when none of its row
 // groups can match.
-func (g *scanGlobal) openFile(f buffer.PersistedFile) (*fileReader, error) {
+func (g *scanGlobal) openFile(f persist.File) (*fileReader, error) {
 	p, err := g.openParquet(f)
 	if err != nil || p == nil {
 		return nil, err

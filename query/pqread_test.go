@@ -21,8 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	duck "github.com/duckdb/duckdb-go-bindings"
 
-	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 )
 
 // pqGen describes a generated column: its type, the share of NULLs, how
@@ -205,9 +205,9 @@ func pqScanOf(t testing.TB, e *Engine, path string, fields []arrow.Field, proj [
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := buffer.PersistedFile{Path: filepath.Base(path), URI: "file://" + filepath.ToSlash(path), Size: fi.Size(), Rows: 1,
+	f := persist.File{Path: filepath.Base(path), URI: "file://" + filepath.ToSlash(path), Size: fi.Size(), Rows: 1,
 		MinTime: math.MinInt64, MaxTime: math.MaxInt64, Database: "db", Table: "t"}
-	g := &scanGlobal{bind: &bindData{e: e, fields: fields, bounds: bounds}, proj: proj, files: []buffer.PersistedFile{f}, ctx: context.Background()}
+	g := &scanGlobal{bind: &bindData{e: e, fields: fields, bounds: bounds}, proj: proj, files: []persist.File{f}, ctx: context.Background()}
 	l = &scanLocal{g: g}
 	return l, func() {
 		l.destroy()

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 )
 
 // threeWays runs each query while the rows are buffered (before, from
@@ -144,7 +144,7 @@ func TestPQEngineStrings(t *testing.T) {
 
 // columnEncodings lists the page types and encodings of a column's chunks
 // in a persisted file.
-func columnEncodings(t *testing.T, s *storeEnv, f buffer.PersistedFile, name string) []string {
+func columnEncodings(t *testing.T, s *storeEnv, f persist.File, name string) []string {
 	t.Helper()
 	path, unpin, err := s.e.cache.acquire(context.Background(), f)
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/persist"
 )
 
 // scanFunction is the name of the table function views select from.
@@ -229,7 +230,7 @@ type scanGlobal struct {
 	bind   *bindData
 	proj   []int // output column → table column; -1: none (row id)
 	chunks []buffer.Chunk
-	files  []buffer.PersistedFile
+	files  []persist.File
 	next   atomic.Int64
 	pq     pqQueue
 	// ctx ends with the query: fetches from the object store stop then.
@@ -297,8 +298,8 @@ func apron_scan_init(p unsafe.Pointer) {
 
 // persistedFiles returns the table's files in the View that may hold rows
 // within b.
-func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.PersistedFile {
-	var out []buffer.PersistedFile
+func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds) []persist.File {
+	var out []persist.File
 	for _, ps := range v.Persisted {
 		for _, f := range ps.Files {
 			if f.Database != k.Database || f.Table != k.Table {

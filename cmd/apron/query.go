@@ -149,6 +149,12 @@ func runQuery(ctx context.Context, f *queryFlags, sql string, stdout, stderr io.
 		return f.conn.callError("", err)
 	}
 	if res == nil {
+		if isDDL(sql) {
+			// Only how the answer reads: the server decided what the
+			// statement is.
+			fmt.Fprintf(stdout, "OK in %s\n", roundDuration(time.Since(start)))
+			return nil
+		}
 		fmt.Fprintf(stdout, "%s rows written in %s\n", groupDigits(n), roundDuration(time.Since(start)))
 		return nil
 	}
@@ -276,4 +282,11 @@ func roundDuration(d time.Duration) string {
 		return fmt.Sprintf("%.1f s", d.Seconds())
 	}
 	return d.Round(time.Second).String()
+}
+
+// isDDL says whether sql starts with CREATE or DROP, to word the answer
+// of an update.
+func isDDL(sql string) bool {
+	w := strings.Fields(sql)
+	return len(w) > 0 && (strings.EqualFold(w[0], "CREATE") || strings.EqualFold(w[0], "DROP"))
 }

@@ -1,4 +1,4 @@
-package buffer
+package persist
 
 import (
 	"cmp"
@@ -19,25 +19,39 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/apron-db/apron/catalog"
 )
 
-// Row groups of persisted files hold at most parquetRowGroupRows rows and
-// about parquetRowGroupBytes bytes of Arrow data (before encoding), whichever
-// comes first: large enough for scans, small enough that the writer, which
+// Chunk is a batch of one table's rows of one UTC day, with the range of
+// its time column, as the buffer holds them: columns in the table's order
+// (a chunk may lack columns added after it was built), strings
+// dictionary<int32, utf8>. The chunks of one day share their dictionaries
+// (each one's is a prefix of the next one's), which the sort takes
+// advantage of; chunks that do not are sorted right all the same.
+type Chunk struct {
+	Rec              arrow.RecordBatch
+	MinTime, MaxTime int64 // ns since the epoch, inclusive
+}
+
+// Row groups of persisted files hold at most RowGroupRows rows and about
+// RowGroupBytes bytes of Arrow data (before encoding), whichever comes
+// first: large enough for scans, small enough that the writer, which
 // buffers a whole row group's encoded pages, stays within a bounded memory.
 const (
-	parquetRowGroupRows  = 1 << 20
-	parquetRowGroupBytes = 128 << 20
+	RowGroupRows  = 1 << 20
+	RowGroupBytes = 128 << 20
 	// parquetBatchRows is how many sorted rows are gathered into one Arrow
 	// batch at a time on their way to the writer.
 	parquetBatchRows = 64 << 10
 )
 
-// parquetWriterProps are the writer properties of every persisted file
+// WriterProperties are the writer properties of every persisted file
 // (see doc.go): zstd, statistics, dictionary encoding, Parquet 2.6 (so
-// TIMESTAMP(NANOS)), the Arrow schema stored in the metadata, and nothing
-// time-dependent, so that the same rows give the same bytes.
-func parquetWriterProps(mem memory.Allocator, sorting []parquet.SortingColumn) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
+// TIMESTAMP(NANOS)), no Arrow schema stored in the metadata, and nothing
+// time-dependent, so that the same rows give the same bytes. sorting is
+// what the file's row groups declare in sorting_columns.
+func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
 	props := parquet.NewWriterProperties(
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Zstd),
@@ -45,8 +59,8 @@ func parquetWriterProps(mem memory.Allocator, sorting []parquet.SortingColumn) (
 		parquet.WithDictionaryDefault(true),
 		// Times are nearly unique: a dictionary would only be built to be
 		// dropped at the dictionary page limit.
-		parquet.WithDictionaryFor(TimeColumn, false),
-		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
+		parquet.WithDictionaryFor(catalog.TimeColumn, false),
+		parquet.WithMaxRowGroupLength(RowGroupRows),
 		parquet.WithVersion(parquet.V2_6),
 		parquet.WithSortingColumns(sorting),
 	)
@@ -75,7 +89,7 @@ func parquetSchema(tableSchema *arrow.Schema) *arrow.Schema {
 		if f.Type.ID() == arrow.DICTIONARY || f.Type.ID() == arrow.LARGE_STRING {
 			f.Type = arrow.BinaryTypes.String
 		}
-		fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Name != TimeColumn}
+		fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Name != catalog.TimeColumn}
 	}
 	return arrow.NewSchema(fields, nil)
 }
@@ -87,20 +101,19 @@ type partFile struct {
 }
 
 // writePartition writes the rows of chunks (one partition of one table) to
-// w as a Parquet file in schema (the table's schema at persist time: chunks
-// may lack some of its columns, which are null there), sorted by the string
-// columns in schema order (nulls last), then time, then buffer order. It
-// never holds a sorted copy of the partition: it sorts a permutation (8
-// bytes a row) and gathers parquetBatchRows rows at a time.
-func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memory.Allocator) (partFile, error) {
-	out := parquetSchema(schema)
-	if out.NumFields() == 0 || out.Field(0).Name != TimeColumn {
-		return partFile{}, fmt.Errorf("buffer: schema %s does not start with %q", out, TimeColumn)
+// w as a Parquet file with the columns of tbl (the table at persist time:
+// chunks may lack some of its columns, which are null there), sorted by the
+// string columns in column order (nulls last), then time, then buffer
+// order. It never holds a sorted copy of the partition: it sorts a
+// permutation (8 bytes a row) and gathers parquetBatchRows rows at a time.
+// Every buffer it allocates from mem is freed when it returns; there are
+// many, short-lived (gathered batches, the writer's pages), so the buffer
+// passes an allocator that recycles them (buffer.Recycler).
+func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator) (partFile, error) {
+	out := parquetSchema(tbl.ArrowSchema())
+	if out.NumFields() == 0 || out.Field(0).Name != catalog.TimeColumn {
+		return partFile{}, fmt.Errorf("persist: schema %s does not start with %q", out, catalog.TimeColumn)
 	}
-	// Runs last, once every batch and writer buffer is released.
-	r := NewRecycler(mem)
-	defer r.Close()
-	mem = r
 	src, err := newPartSource(out, chunks, mem)
 	if err != nil {
 		return partFile{}, err
@@ -114,10 +127,10 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 		sorting = append(sorting, parquet.SortingColumn{ColumnIdx: int32(k), NullsFirst: false})
 	}
 	sorting = append(sorting, parquet.SortingColumn{ColumnIdx: 0})
-	props, arrProps := parquetWriterProps(mem, sorting)
+	props, arrProps := WriterProperties(mem, sorting)
 	fw, err := pqarrow.NewFileWriter(out, w, props, arrProps)
 	if err != nil {
-		return partFile{}, fmt.Errorf("buffer: parquet writer: %w", err)
+		return partFile{}, fmt.Errorf("persist: parquet writer: %w", err)
 	}
 	res := partFile{MinTime: math.MaxInt64, MaxTime: math.MinInt64}
 	for _, c := range chunks {
@@ -170,11 +183,11 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 			return partFile{}, err
 		}
 		size := recordBytes(rec)
-		if groupRows > 0 && (groupRows+rec.NumRows() > parquetRowGroupRows || groupBytes+size > parquetRowGroupBytes) {
+		if groupRows > 0 && (groupRows+rec.NumRows() > RowGroupRows || groupBytes+size > RowGroupBytes) {
 			if err := fw.NewBufferedRowGroupChecked(); err != nil {
 				rec.Release()
 				fw.Close()
-				return partFile{}, fmt.Errorf("buffer: parquet row group: %w", err)
+				return partFile{}, fmt.Errorf("persist: parquet row group: %w", err)
 			}
 			groupRows, groupBytes = 0, 0
 		}
@@ -185,11 +198,11 @@ func writePartition(w io.Writer, schema *arrow.Schema, chunks []Chunk, mem memor
 		rec.Release()
 		if err != nil {
 			fw.Close()
-			return partFile{}, fmt.Errorf("buffer: writing parquet: %w", err)
+			return partFile{}, fmt.Errorf("persist: writing parquet: %w", err)
 		}
 	}
 	if err := fw.Close(); err != nil {
-		return partFile{}, fmt.Errorf("buffer: closing parquet writer: %w", err)
+		return partFile{}, fmt.Errorf("persist: closing parquet writer: %w", err)
 	}
 	if res.Rows == 0 {
 		res.MinTime, res.MaxTime = 0, 0
@@ -246,7 +259,7 @@ func newPartSource(out *arrow.Schema, chunks []Chunk, mem memory.Allocator) (*pa
 			idx := ch.Rec.Schema().FieldIndices(f.Name)
 			if len(idx) == 0 {
 				if i == 0 {
-					return nil, fmt.Errorf("buffer: chunk without %q column", TimeColumn)
+					return nil, fmt.Errorf("persist: chunk without %q column", catalog.TimeColumn)
 				}
 				continue
 			}
@@ -257,7 +270,7 @@ func newPartSource(out *arrow.Schema, chunks []Chunk, mem memory.Allocator) (*pa
 				a.(*array.Dictionary).Dictionary().DataType().ID() == arrow.STRING &&
 				a.(*array.Dictionary).Indices().DataType().ID() == arrow.INT32:
 			default:
-				return nil, fmt.Errorf("buffer: column %q is %s in the buffer, %s in the schema", f.Name, a.DataType(), f.Type)
+				return nil, fmt.Errorf("persist: column %q is %s in the buffer, %s in the schema", f.Name, a.DataType(), f.Type)
 			}
 			s.cols[i][c] = a
 		}
@@ -294,7 +307,7 @@ func newPartSource(out *arrow.Schema, chunks []Chunk, mem memory.Allocator) (*pa
 			}
 			s.dicts[col] = b.NewArray()
 			b.Release()
-			fields[col].Type = stringDictType
+			fields[col].Type = dictType
 		}
 	}
 	s.out = arrow.NewSchema(fields, nil)
@@ -542,7 +555,7 @@ func (s *partSource) gather(perm []uint64, mem memory.Allocator) (arrow.RecordBa
 		}
 		a, err := gatherColumn(f.Type, s.cols[i], perm, mem)
 		if err != nil {
-			return nil, fmt.Errorf("buffer: column %q: %w", f.Name, err)
+			return nil, fmt.Errorf("persist: column %q: %w", f.Name, err)
 		}
 		cols[i] = a
 	}
@@ -572,7 +585,7 @@ func (s *partSource) gatherDict(k, i int, perm []uint64, mem memory.Allocator) a
 		}
 		out[j] = r
 	}
-	d := array.NewData(stringDictType, n, []*memory.Buffer{valid, data}, nil, nulls, 0)
+	d := array.NewData(dictType, n, []*memory.Buffer{valid, data}, nil, nulls, 0)
 	d.SetDictionary(s.dicts[i].Data())
 	defer d.Release()
 	data.Release()
@@ -713,4 +726,46 @@ func gatherStrings(srcs []arrow.Array, perm []uint64, mem memory.Allocator) arro
 		b.Append(dicts[c].Value(int(idx[c][r])))
 	}
 	return b.NewArray()
+}
+
+// dictType is the type of a string column in a chunk, and of one written
+// dictionary-encoded.
+var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+type fixedWidth interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
+}
+
+// valuesOf views the value buffer of a fixed-width array as a []T, from the
+// array's first row (its offset applied).
+func valuesOf[T fixedWidth](arr arrow.Array) []T {
+	d := arr.Data()
+	buf := d.Buffers()[1]
+	if buf == nil || buf.Len() == 0 {
+		return nil
+	}
+	b := buf.Bytes()
+	var zero T
+	sz := int(unsafe.Sizeof(zero))
+	all := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/sz)
+	return all[d.Offset() : d.Offset()+d.Len()]
+}
+
+// dataSize is the memory of an array's buffers, its children's and its
+// dictionary's.
+func dataSize(d arrow.ArrayData) int64 {
+	var s int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			s += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		s += dataSize(c)
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		// Dictionary() is a typed nil for other types.
+		s += dataSize(d.Dictionary())
+	}
+	return s
 }

@@ -1,6 +1,6 @@
 //go:build duckdb_arrow
 
-package buffer
+package persist
 
 import (
 	"fmt"
@@ -19,26 +19,16 @@ import (
 func TestParquetDuckDB(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	b := openBuffer(t, testConfig(t, mem))
-	defer b.Close()
 	rows := genRows(t0.UnixNano(), 1000, 1) // 1 ns apart: distinct only at ns precision
-	write(t, b, "cpu", cpuSchema, rows)
-	id := roll(t, b)
-	seg, _ := b.Segment(id)
-	seg.seal()
-	tbl, _ := b.Catalog().Table("db", "cpu")
+	chunks := makeChunks(t, mem, batch{rows: rows})
+	defer releaseChunks(chunks)
 	path := filepath.Join(t.TempDir(), "f.parquet")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, chunks := range seg.tableBuffer(TableKey{"db", "cpu"}, false).partitionChunks() {
-		if _, err := writePartition(struct{ io.Writer }{f}, tbl.ArrowSchema(), chunks, mem); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range chunks {
-			c.Rec.Release()
-		}
+	if _, err := writePartition(struct{ io.Writer }{f}, cpuTable(false), chunks, mem); err != nil {
+		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,236 @@
+package buffer
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/apron-db/apron/persist"
+)
+
+// The sweep deletes persisted files no reader may see any more: those of
+// dropped tables (ddl.go) and those whose rows have all expired
+// (retention.go). It runs in the persister's goroutine, so that segment
+// files are written by one goroutine only, every SweepInterval and when
+// a drop or a retention change asks for it.
+//
+// A file leaves the Index first (removeFilesLocked, under mu): Views
+// taken from then on do not list it. Its segment is then dirty: its
+// segment file still lists the file, until the sweep rewrites it
+// (persist.Store.RewriteSegmentFile). The file itself is deleted only
+// after that, and once no View taken before it left the Index is still
+// held (a query reading it finishes with it): Views carry the Index's
+// generation, which grows each time files leave it. A crash at any point
+// leaves files that the segment files list (and that startup removes
+// from the Index again, by the same rules) or that none lists (orphans,
+// deleted at startup): never a listed file that is gone.
+
+// sweepState is guarded by WriteBuffer.mu.
+type sweepState struct {
+	gen   uint64         // the Index's generation
+	views map[uint64]int // live Views by the generation they were taken at
+	// dirty: segment id → the mark of the last change of its files in
+	// the Index that its segment file does not show yet.
+	dirty  map[uint64]uint64
+	mark   uint64
+	doomed []doomedFile
+}
+
+// doomedFile is a file out of the Index, to delete once its segment file
+// no longer lists it and no View of a generation before gen is held.
+type doomedFile struct {
+	file    persist.File
+	segment uint64
+	gen     uint64
+	reason  string // dropped or expired
+}
+
+// removeFilesLocked takes the files drop selects out of the Index, for
+// the sweep to delete. It says whether it removed any.
+func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment, persist.File) bool) bool {
+	st := &b.mu.sweep
+	var removed []doomedFile
+	b.mu.persisted.Update(func(segs []persist.Segment) []persist.Segment {
+		out := segs
+		copied := false
+		for i, s := range segs {
+			var keep []persist.File
+			changed := false
+			for j, f := range s.Files {
+				if !drop(s, f) {
+					if changed {
+						keep = append(keep, f)
+					}
+					continue
+				}
+				if !changed {
+					keep = append(make([]persist.File, 0, len(s.Files)-1), s.Files[:j]...)
+					changed = true
+				}
+				removed = append(removed, doomedFile{file: f, segment: s.ID, gen: st.gen + 1, reason: reason})
+			}
+			if !changed {
+				continue
+			}
+			if !copied {
+				out = slices.Clone(segs)
+				copied = true
+			}
+			s.Files = keep
+			out[i] = s
+			if st.dirty == nil {
+				st.dirty = map[uint64]uint64{}
+			}
+			st.mark++
+			st.dirty[s.ID] = st.mark
+		}
+		return out
+	})
+	if len(removed) == 0 {
+		return false
+	}
+	st.gen++
+	st.doomed = append(st.doomed, removed...)
+	return true
+}
+
+// forgetDroppedLocked takes the files of dropped tables out of the Index.
+func (b *WriteBuffer) forgetDroppedLocked() {
+	snap := b.cat.Snapshot()
+	if !snap.HasDropped() {
+		return
+	}
+	if b.removeFilesLocked("dropped", func(s persist.Segment, f persist.File) bool { return snap.Hidden(f.Database, f.Table, s.ID) }) {
+		b.kickSweep()
+	}
+}
+
+// forgetExpiredLocked takes the files whose rows have all expired at now
+// out of the Index.
+func (b *WriteBuffer) forgetExpiredLocked(now time.Time) {
+	snap := b.cat.Snapshot()
+	cutoffs := map[string]int64{}
+	b.removeFilesLocked("expired", func(_ persist.Segment, f persist.File) bool {
+		c, ok := cutoffs[f.Database]
+		if !ok {
+			c = b.cutoffAt(snap, f.Database, now)
+			cutoffs[f.Database] = c
+		}
+		return c != math.MinInt64 && f.MaxTime < c
+	})
+}
+
+// viewTakenLocked and viewReleasedLocked count the Views of each
+// generation.
+func (b *WriteBuffer) viewTakenLocked() uint64 {
+	st := &b.mu.sweep
+	if st.views == nil {
+		st.views = map[uint64]int{}
+	}
+	st.views[st.gen]++
+	return st.gen
+}
+
+func (b *WriteBuffer) viewReleasedLocked(gen uint64) {
+	st := &b.mu.sweep
+	if st.views[gen]--; st.views[gen] <= 0 {
+		delete(st.views, gen)
+		if len(st.doomed) > 0 {
+			// The files that waited on its generation may go now.
+			b.kickSweep()
+		}
+	}
+}
+
+// oldestViewLocked is the generation of the oldest View held, or the
+// current one if none is.
+func (b *WriteBuffer) oldestViewLocked() uint64 {
+	oldest := b.mu.sweep.gen
+	for g := range b.mu.sweep.views {
+		oldest = min(oldest, g)
+	}
+	return oldest
+}
+
+// kickSweep asks the persister to sweep soon.
+func (b *WriteBuffer) kickSweep() {
+	select {
+	case b.persist.sweep <- struct{}{}:
+	default:
+	}
+}
+
+// Sweep runs one sweep now (tests; the persister sweeps by itself).
+func (b *WriteBuffer) Sweep(ctx context.Context) error {
+	if b.persist.store == nil {
+		return nil
+	}
+	return b.sweep(ctx)
+}
+
+// sweep rewrites the dirty segment files, then deletes the doomed files
+// that may go. Only cancellation (or shutdown) ends its retries.
+func (b *WriteBuffer) sweep(ctx context.Context) error {
+	type rewrite struct {
+		seg  persist.Segment
+		mark uint64
+	}
+	b.mu.Lock()
+	b.forgetExpiredLocked(b.cfg.Now())
+	var rewrites []rewrite
+	for _, s := range b.mu.persisted.Segments() {
+		if m, ok := b.mu.sweep.dirty[s.ID]; ok {
+			rewrites = append(rewrites, rewrite{s, m})
+		}
+	}
+	b.mu.Unlock()
+	for _, r := range rewrites {
+		err := b.retry(ctx, "rewriting the segment file of segment "+segmentName(r.seg.ID), func() error {
+			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.RewriteSegmentFile(ctx, r.seg) })
+		})
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		if b.mu.sweep.dirty[r.seg.ID] == r.mark {
+			delete(b.mu.sweep.dirty, r.seg.ID)
+		}
+		b.mu.Unlock()
+	}
+
+	b.mu.Lock()
+	oldest := b.oldestViewLocked()
+	var ready, wait []doomedFile
+	for _, d := range b.mu.sweep.doomed {
+		if _, dirty := b.mu.sweep.dirty[d.segment]; !dirty && d.gen <= oldest {
+			ready = append(ready, d)
+		} else {
+			wait = append(wait, d)
+		}
+	}
+	b.mu.sweep.doomed = wait
+	b.mu.Unlock()
+	deleted := map[string]int{}
+	for i, d := range ready {
+		err := b.retry(ctx, "deleting "+d.file.Path, func() error {
+			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.DeleteFile(ctx, d.file.Path) })
+		})
+		if err != nil {
+			b.mu.Lock()
+			b.mu.sweep.doomed = append(b.mu.sweep.doomed, ready[i:]...)
+			b.mu.Unlock()
+			return err
+		}
+		b.metrics.filesDeleted.WithLabelValues(d.reason).Inc()
+		b.metrics.bytesDeleted.WithLabelValues(d.reason).Add(float64(d.file.Size))
+		deleted[d.reason]++
+	}
+	for reason, n := range deleted {
+		b.log.Info("deleted persisted files", "reason", reason, "files", n)
+	}
+	return nil
+}
+
+// segmentName is a segment id as logs show it.
+func segmentName(id uint64) string { return persist.SegmentObject(id) }

@@ -1,0 +1,150 @@
+package persist
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// The startup steps (doc.go), run before the WAL is replayed, in this
+// order: LoadCatalog, LoadSegments, then (once the buffer has deleted the
+// WAL files of persisted segments) RemoveOrphans and CleanTemporary. Each
+// store request goes through Config.Retry; ctx bounds them all.
+
+// LoadCatalog learns the newest catalog version in the store
+// (CatalogVersion) and, when it is newer than local (the version of the
+// local catalog file at path) or that file is missing, installs it at path
+// and returns its object name; "" when the local file stands.
+func (s *Store) LoadCatalog(ctx context.Context, path string, local uint64) (string, error) {
+	store := s.objects
+	var objs []objstore.ObjectInfo
+	if err := s.retry(ctx, "listing catalogs", func() (err error) {
+		objs, err = store.List(ctx, CatalogsPrefix)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	var newest uint64
+	for _, o := range objs {
+		if v, ok := parseNumbered(o.Name, CatalogsPrefix, ".json"); ok {
+			newest = max(newest, v)
+		}
+	}
+	s.catVersion.Store(newest)
+	_, statErr := os.Stat(path)
+	if newest == 0 || (newest <= local && statErr == nil) {
+		return "", nil
+	}
+	name := CatalogObject(newest)
+	var data []byte
+	if err := s.retry(ctx, "reading "+name, func() error {
+		r, err := store.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		data, err = io.ReadAll(r)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return "", fmt.Errorf("persist: installing catalog %s from the object store: %w", name, err)
+	}
+	return name, nil
+}
+
+// LoadSegments reads every segment file, in id order, with the files'
+// URIs filled in. A segment file that cannot be read is an error
+// (ErrSegmentFile): startup must not guess which WAL files it covers.
+func (s *Store) LoadSegments(ctx context.Context) ([]Segment, error) {
+	store := s.objects
+	var objs []objstore.ObjectInfo
+	if err := s.retry(ctx, "listing segment files", func() (err error) {
+		objs, err = store.List(ctx, SegmentsPrefix)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var segs []Segment
+	for _, o := range objs {
+		if _, ok := parseNumbered(o.Name, SegmentsPrefix, ".json"); !ok {
+			s.log.Warn("ignoring an unexpected object among segment files", "object", o.Name)
+			continue
+		}
+		var data []byte
+		if err := s.retry(ctx, "reading "+o.Name, func() error {
+			r, err := store.Get(ctx, o.Name)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			data, err = io.ReadAll(r)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		seg, err := DecodeSegmentFile(o.Name, data)
+		if err != nil {
+			return nil, fmt.Errorf("persist: %w", err)
+		}
+		for i := range seg.Files {
+			seg.Files[i].URI = store.URI(seg.Files[i].Path)
+		}
+		segs = append(segs, seg)
+	}
+	slices.SortFunc(segs, func(x, y Segment) int { return cmp.Compare(x.ID, y.ID) })
+	return segs, nil
+}
+
+// RemoveOrphans deletes the Parquet files that no segment of segs lists:
+// the uploads of a persist that crashed before its segment file. Nothing
+// reads them (readers find files through segment files only), and the
+// segment, replayed from its WAL, is persisted again.
+func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment) error {
+	store := s.objects
+	listed := map[string]bool{}
+	for _, seg := range segs {
+		for _, f := range seg.Files {
+			listed[f.Path] = true
+		}
+	}
+	var objs []objstore.ObjectInfo
+	if err := s.retry(ctx, "listing Parquet files", func() (err error) {
+		objs, err = store.List(ctx, DBsPrefix)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if listed[o.Name] {
+			continue
+		}
+		if err := s.retry(ctx, "deleting orphan "+o.Name, func() error { return store.Delete(ctx, o.Name) }); err != nil {
+			return err
+		}
+		s.log.Info("removed a Parquet file that no segment file lists (left by an interrupted persist)", "object", o.Name, "size", o.Size)
+	}
+	return nil
+}
+
+// CleanTemporary removes the temporary files that a crash left in the
+// object store, if it keeps any (the local store does). A failure is
+// logged, not returned: nothing reads those files.
+func (s *Store) CleanTemporary(ctx context.Context) {
+	if c, ok := s.objects.(interface {
+		Clean(context.Context, time.Duration) (int, error)
+	}); ok {
+		if n, err := c.Clean(ctx, 0); err != nil {
+			s.log.Warn("removing temporary files of the object store failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("removed temporary files left in the object store by a crash", "files", n)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package persist
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/objstore"
+)
+
+// The upload steps of the persist protocol (doc.go). Each makes one
+// attempt; the buffer's persister retries it, with a timeout on each.
+
+// PutCatalog stores data, the catalog file of version v, as
+// catalogs/<v>.json, unless the store has it already (putImmutable); then
+// CatalogVersion is v.
+func (s *Store) PutCatalog(ctx context.Context, v uint64, data []byte) error {
+	crc := objstore.CRC32C(data)
+	if err := s.putImmutable(ctx, CatalogObject(v), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false); err != nil {
+		return err
+	}
+	s.catVersion.Store(v)
+	return nil
+}
+
+// PutSegmentFile stores data, the segment file of segment id
+// (EncodeSegmentFile), unless the store has it already (putImmutable): the
+// commit point of the segment's persist.
+func (s *Store) PutSegmentFile(ctx context.Context, id uint64, data []byte) error {
+	crc := objstore.CRC32C(data)
+	return s.putImmutable(ctx, SegmentObject(id), func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), crc, false)
+}
+
+// Part is one table's rows of one UTC day written during one segment: the
+// contents of one Parquet file.
+type Part struct {
+	Segment         uint64
+	Database, Table string
+	Day             int64          // days since the epoch, UTC
+	Schema          *catalog.Table // the table at persist time: the file's columns
+	Chunks          []Chunk
+}
+
+// Object is the name of the part's Parquet file.
+func (p *Part) Object() string { return ParquetObject(p.Database, p.Table, p.Day, p.Segment) }
+
+// TempFile is a Part written as Parquet into a temporary file of the data
+// dir, to be uploaded by UploadParquet.
+type TempFile struct {
+	f    *os.File
+	file File
+}
+
+// File is the file's entry in its segment file.
+func (t *TempFile) File() File { return t.file }
+
+// Size is the file's size in bytes.
+func (t *TempFile) Size() int64 { return t.file.Size }
+
+// Remove closes and removes the temporary file.
+func (t *TempFile) Remove() {
+	t.f.Close()
+	os.Remove(t.f.Name())
+}
+
+// WriteTemp writes p as Parquet (parquet.go) into a temporary file under
+// <data-dir>/persist, computing its CRC32C on the way. Once ctx ends, the
+// encoding fails at its next write. mem is the allocator of the encoding
+// (see writePartition).
+func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ *TempFile, err error) {
+	name := p.Object()
+	f, err := os.CreateTemp(s.tmpDir, "part-*.parquet")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	cw := &countingWriter{ctx: ctx, w: io.MultiWriter(f, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	pf, err := writePartition(bw, p.Schema, p.Chunks, mem)
+	if err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	return &TempFile{f: f, file: File{Path: name, URI: s.objects.URI(name), Size: cw.n, CRC32C: h.Sum32(), Rows: pf.Rows,
+		MinTime: pf.MinTime, MaxTime: pf.MaxTime, Database: p.Database, Table: p.Table, Partition: partitionName(p.Day)}}, nil
+}
+
+// UploadParquet uploads t under its name (putImmutable: a different object
+// there is an orphan of an earlier attempt, and is replaced).
+func (s *Store) UploadParquet(ctx context.Context, t *TempFile) error {
+	size, crc := t.file.Size, t.file.CRC32C
+	return s.putImmutable(ctx, t.file.Path, func() io.Reader { return io.NewSectionReader(t.f, 0, size) }, size, crc, true)
+}
+
+// countingWriter counts what the Parquet writer writes, and fails once
+// ctx ends: a cancelled persist stops encoding at its next write instead
+// of finishing a file nobody will upload.
+type countingWriter struct {
+	ctx context.Context
+	w   io.Writer
+	n   int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// putImmutable stores an object under a deterministic name with
+// MustNotExist. If the name is taken by the same bytes (size and CRC32C),
+// an earlier attempt landed: done. If by other bytes, it is an error,
+// unless overwrite: Parquet files are listed by no segment file until their
+// segment file is written, so a different one is an orphan of an earlier
+// attempt, and is replaced.
+func (s *Store) putImmutable(ctx context.Context, name string, data func() io.Reader, size int64, crc uint32, overwrite bool) error {
+	store := s.objects
+	err := store.Put(ctx, name, data(), size, objstore.PutOptions{MustNotExist: true, CRC32C: &crc})
+	if !errors.Is(err, objstore.ErrExists) {
+		return err
+	}
+	a, err := store.Attributes(ctx, name)
+	if err != nil {
+		return err
+	}
+	if a.Size == size && a.CRC32C == crc {
+		s.log.Info("object already in the store from an earlier attempt", "object", name, "size", size)
+		return nil
+	}
+	if !overwrite {
+		return fmt.Errorf("%s exists with other content (size %d crc32c %08x, want %d %08x): another server writing to the same store?",
+			name, a.Size, a.CRC32C, size, crc)
+	}
+	s.log.Warn("replacing an unlisted Parquet file left by an earlier attempt", "object", name, "old_size", a.Size, "size", size)
+	return store.Put(ctx, name, data(), size, objstore.PutOptions{CRC32C: &crc})
+}
