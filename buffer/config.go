@@ -63,6 +63,12 @@ type Config struct {
 	// SweepInterval is how often the persister looks for persisted files
 	// to delete (expired ones; those of dropped tables it is told of).
 	SweepInterval time.Duration
+	// CompactionInterval is how often the persister looks for persisted
+	// files to merge (compact.go); 0 turns compaction off.
+	CompactionInterval time.Duration
+	// CompactionMinFiles is how many files of one table and day make a
+	// compaction.
+	CompactionMinFiles int
 	// PersistRetryMin and PersistRetryMax bound the backoff between
 	// attempts of a failed persist step (exponential, with jitter; retried
 	// until Close).
@@ -106,6 +112,8 @@ func DefaultConfig() Config {
 		StartupStoreTimeout:   2 * time.Minute,
 		PersistAttemptTimeout: 30 * time.Second,
 		SweepInterval:         time.Minute,
+		CompactionInterval:    time.Minute,
+		CompactionMinFiles:    4,
 	}
 }
 

@@ -28,6 +28,7 @@ func testConfig(t *testing.T, mem memory.Allocator) Config {
 	cfg.DataDir = t.TempDir()
 	cfg.Allocator = mem
 	cfg.ChunkRows = 100
+	cfg.CompactionInterval = 0 // compaction tests turn it on
 	return cfg
 }
 

@@ -24,6 +24,13 @@ type metrics struct {
 	storeFailures     *prometheus.CounterVec
 	filesDeleted      *prometheus.CounterVec
 	bytesDeleted      *prometheus.CounterVec
+
+	compactions        *prometheus.CounterVec
+	compactionFilesIn  prometheus.Counter
+	compactionFilesOut prometheus.Counter
+	compactionBytesIn  prometheus.Counter
+	compactionBytesOut prometheus.Counter
+	compactionTime     prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
@@ -84,12 +91,32 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		return float64(len(b.mu.closed) + 1)
 	})
 	m.filesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "apron_persist_files_deleted_total", Help: "Parquet files deleted from the object store, by reason: dropped (their table or database) or expired (retention).",
+		Name: "apron_persist_files_deleted_total", Help: "Parquet files deleted from the object store, by reason: dropped (their table or database), expired (retention) or compacted (merged into another).",
 	}, []string{"reason"})
 	m.bytesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apron_persist_bytes_deleted_total", Help: "Bytes of the Parquet files deleted, by reason.",
 	}, []string{"reason"})
-	m.collectors = []prometheus.Collector{m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
+	m.compactions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apron_compactions_total", Help: "Compactions of persisted files, by result: ok, failed (a failed one is retried).",
+	}, []string{"result"})
+	m.compactionFilesIn = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_compaction_files_in_total", Help: "Parquet files merged by compactions.",
+	})
+	m.compactionFilesOut = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_compaction_files_out_total", Help: "Parquet files compactions made.",
+	})
+	m.compactionBytesIn = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_compaction_bytes_in_total", Help: "Bytes of the Parquet files compactions merged.",
+	})
+	m.compactionBytesOut = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_compaction_bytes_out_total", Help: "Bytes of the Parquet files compactions made.",
+	})
+	m.compactionTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "apron_compaction_duration_seconds", Help: "Time of one compaction, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	})
+	m.collectors = []prometheus.Collector{m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
+		m.compactionBytesOut, m.compactionTime, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
 		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
 		m.filesDeleted, m.bytesDeleted}
 	if reg != nil {

@@ -79,12 +79,26 @@ func (b *WriteBuffer) openStore() error {
 	for _, s := range segs {
 		b.maxSegID = max(b.maxSegID, s.ID)
 	}
-	b.mu.persisted.Add(segs...)
-	b.forgetDroppedLocked()
 	if err := b.removePersistedWAL(segs); err != nil {
 		return err
 	}
-	if err := st.RemoveOrphans(ctx, segs); err != nil {
+	comps, err := st.LoadCompactions(ctx)
+	if err != nil {
+		return err
+	}
+	// The compactions that committed replace their inputs (compact.go);
+	// listings that still name an input are rewritten by the sweep, and
+	// inputs left in the store are orphans now.
+	listed, stale := persist.ApplyCompactions(segs, comps)
+	b.mu.persisted.Add(listed...)
+	for l := range stale {
+		b.markDirtyLocked(l)
+	}
+	if len(stale) > 0 {
+		b.kickSweep()
+	}
+	b.forgetDroppedLocked()
+	if err := st.RemoveOrphans(ctx, listed); err != nil {
 		return err
 	}
 	st.CleanTemporary(ctx)
@@ -198,6 +212,12 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 	defer close(b.persist.done)
 	tick := time.NewTicker(b.cfg.SweepInterval)
 	defer tick.Stop()
+	var compactTick <-chan time.Time
+	if b.cfg.CompactionInterval > 0 {
+		t := time.NewTicker(b.cfg.CompactionInterval)
+		defer t.Stop()
+		compactTick = t.C
+	}
 	for {
 		if b.draining() {
 			return
@@ -219,6 +239,10 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 				continue
 			case <-tick.C:
 			case <-b.persist.sweep:
+			case <-compactTick:
+				if err := b.compact(ctx); err != nil {
+					return // only cancellation ends retries
+				}
 			}
 			if err := b.sweep(ctx); err != nil {
 				return // only cancellation ends retries

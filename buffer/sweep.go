@@ -30,18 +30,22 @@ import (
 type sweepState struct {
 	gen   uint64         // the Index's generation
 	views map[uint64]int // live Views by the generation they were taken at
-	// dirty: segment id → the mark of the last change of its files in
-	// the Index that its segment file does not show yet.
-	dirty  map[uint64]uint64
+	// dirty: listing (persist.Segment.Listing: a segment file or a
+	// compaction file) → the mark of the last change of its files in the
+	// Index that the stored listing does not show yet.
+	dirty  map[string]uint64
 	mark   uint64
 	doomed []doomedFile
+	// deleting counts the doomed files a sweep took to delete and has not
+	// finished with.
+	deleting int
 }
 
 // doomedFile is a file out of the Index, to delete once its segment file
 // no longer lists it and no View of a generation before gen is held.
 type doomedFile struct {
 	file    persist.File
-	segment uint64
+	listing string
 	gen     uint64
 	reason  string // dropped or expired
 }
@@ -68,7 +72,7 @@ func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment
 					keep = append(make([]persist.File, 0, len(s.Files)-1), s.Files[:j]...)
 					changed = true
 				}
-				removed = append(removed, doomedFile{file: f, segment: s.ID, gen: st.gen + 1, reason: reason})
+				removed = append(removed, doomedFile{file: f, listing: s.Listing(), gen: st.gen + 1, reason: reason})
 			}
 			if !changed {
 				continue
@@ -79,11 +83,7 @@ func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment
 			}
 			s.Files = keep
 			out[i] = s
-			if st.dirty == nil {
-				st.dirty = map[uint64]uint64{}
-			}
-			st.mark++
-			st.dirty[s.ID] = st.mark
+			b.markDirtyLocked(s.Listing())
 		}
 		return out
 	})
@@ -93,6 +93,17 @@ func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment
 	st.gen++
 	st.doomed = append(st.doomed, removed...)
 	return true
+}
+
+// markDirtyLocked notes that a listing's stored object names files the
+// Index no longer has.
+func (b *WriteBuffer) markDirtyLocked(listing string) {
+	st := &b.mu.sweep
+	if st.dirty == nil {
+		st.dirty = map[string]uint64{}
+	}
+	st.mark++
+	st.dirty[listing] = st.mark
 }
 
 // forgetDroppedLocked takes the files of dropped tables out of the Index.
@@ -180,21 +191,21 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 	b.forgetExpiredLocked(b.cfg.Now())
 	var rewrites []rewrite
 	for _, s := range b.mu.persisted.Segments() {
-		if m, ok := b.mu.sweep.dirty[s.ID]; ok {
+		if m, ok := b.mu.sweep.dirty[s.Listing()]; ok {
 			rewrites = append(rewrites, rewrite{s, m})
 		}
 	}
 	b.mu.Unlock()
 	for _, r := range rewrites {
-		err := b.retry(ctx, "rewriting the segment file of segment "+segmentName(r.seg.ID), func() error {
-			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.RewriteSegmentFile(ctx, r.seg) })
+		err := b.retry(ctx, "rewriting "+r.seg.Listing(), func() error {
+			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.RewriteListing(ctx, r.seg) })
 		})
 		if err != nil {
 			return err
 		}
 		b.mu.Lock()
-		if b.mu.sweep.dirty[r.seg.ID] == r.mark {
-			delete(b.mu.sweep.dirty, r.seg.ID)
+		if b.mu.sweep.dirty[r.seg.Listing()] == r.mark {
+			delete(b.mu.sweep.dirty, r.seg.Listing())
 		}
 		b.mu.Unlock()
 	}
@@ -203,14 +214,20 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 	oldest := b.oldestViewLocked()
 	var ready, wait []doomedFile
 	for _, d := range b.mu.sweep.doomed {
-		if _, dirty := b.mu.sweep.dirty[d.segment]; !dirty && d.gen <= oldest {
+		if _, dirty := b.mu.sweep.dirty[d.listing]; !dirty && d.gen <= oldest {
 			ready = append(ready, d)
 		} else {
 			wait = append(wait, d)
 		}
 	}
 	b.mu.sweep.doomed = wait
+	b.mu.sweep.deleting += len(ready)
 	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.mu.sweep.deleting -= len(ready)
+		b.mu.Unlock()
+	}()
 	deleted := map[string]int{}
 	for i, d := range ready {
 		err := b.retry(ctx, "deleting "+d.file.Path, func() error {
@@ -231,6 +248,3 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 	}
 	return nil
 }
-
-// segmentName is a segment id as logs show it.
-func segmentName(id uint64) string { return persist.SegmentObject(id) }

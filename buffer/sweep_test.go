@@ -54,7 +54,7 @@ func viewOf(t *testing.T, b *WriteBuffer, v *View, table string) []row {
 func swept(b *WriteBuffer) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.mu.sweep.dirty) == 0 && len(b.mu.sweep.doomed) == 0
+	return len(b.mu.sweep.dirty) == 0 && len(b.mu.sweep.doomed) == 0 && b.mu.sweep.deleting == 0
 }
 
 // objectsOf lists the Parquet objects of db.table.
@@ -128,9 +128,7 @@ func TestSweepDropped(t *testing.T) {
 			}
 			assertRows(t, viewOf(t, b, before, "cpu"), want["cpu"])
 			before.Release()
-			if err := b.Sweep(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			waitFor(t, "the sweep", func() bool { return swept(b) })
 			if objs := objectsOf(t, store, "cpu"); len(objs) != 0 {
 				t.Fatalf("files of the dropped table left: %v", objs)
 			}

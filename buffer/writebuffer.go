@@ -89,6 +89,9 @@ func Open(cfg Config) (*WriteBuffer, error) {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = time.Minute
 	}
+	if cfg.CompactionMinFiles < 2 {
+		cfg.CompactionMinFiles = 2
+	}
 	if cfg.WALFS == nil {
 		cfg.WALFS = wal.OSFS()
 	}

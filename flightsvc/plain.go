@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -219,8 +220,13 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		// Persisted since the FlightInfo was made: its rows are in the
 		// segment's Parquet files now.
 		for _, ps := range v.Persisted {
-			if ps.ID != t.SegmentId {
+			if ps.ID != t.SegmentId || ps.Compaction != nil {
 				continue
+			}
+			if !slices.ContainsFunc(ps.Files, func(f persist.File) bool { return f.Database == t.Database && f.Table == t.Table }) {
+				// Merged with other segments' rows since (compaction):
+				// the ticket's rows are no longer a unit of their own.
+				return fmt.Errorf("%w: segment %d of table %q in database %q has been compacted since the FlightInfo was made; call GetFlightInfo again", errNotFound, t.SegmentId, t.Table, t.Database)
 			}
 			return s.streamFiles(ctx, tbl.ArrowSchema(), ps, t.Database, t.Table, v.Cutoff(t.Database), stream)
 		}

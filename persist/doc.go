@@ -36,6 +36,10 @@
 //	    one table's rows of one UTC day written during one segment
 //	segments/<segment %020d>.json
 //	    the segment file: the commit point of a segment's persist
+//	dbs/<db>/<table>/<YYYY-MM-DD>/c<generation %020d>.parquet
+//	    a compaction's merged file (compaction.go)
+//	compactions/<generation %020d>.json
+//	    the compaction file: the commit point of a compaction
 //
 // Table names are path-escaped (url.PathEscape: "/" is %2F) and a leading
 // "." becomes %2E; database names need no escaping.

@@ -200,12 +200,6 @@ func makeChunks(t testing.TB, mem memory.Allocator, batches ...batch) []Chunk {
 	return out
 }
 
-func releaseChunks(chunks []Chunk) {
-	for _, c := range chunks {
-		c.Rec.Release()
-	}
-}
-
 // readParquetBytes reads a Parquet file into one record batch.
 func readParquetBytes(t testing.TB, data []byte, mem memory.Allocator) arrow.RecordBatch {
 	t.Helper()

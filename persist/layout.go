@@ -56,3 +56,12 @@ func parseNumbered(name, prefix, suffix string) (uint64, bool) {
 	n, err := strconv.ParseUint(digits, 10, 64)
 	return n, err == nil
 }
+
+// parseDay is the day (since the epoch, UTC) of a partition name.
+func parseDay(partition string) (int64, error) {
+	t, err := time.Parse(time.DateOnly, partition)
+	if err != nil {
+		return 0, fmt.Errorf("persist: partition %q: %w", partition, err)
+	}
+	return t.Unix() / 86400, nil
+}

@@ -51,6 +51,9 @@ type Segment struct {
 	// writer-id file); startup refuses to delete a WAL file of a segment id
 	// that another data dir persisted.
 	WriterID string `json:"writer_id,omitempty"`
+	// Compaction is set when this is not a segment but a compaction's
+	// listing (compaction.go); not in a segment file.
+	Compaction *CompactionInfo `json:"-"`
 }
 
 type segmentFile struct {

@@ -33,6 +33,9 @@ type Store struct {
 	// catVersion is the newest catalog version in the store, as far as
 	// this server knows: the newest listed at startup, then each upload.
 	catVersion atomic.Uint64
+	// nextGen is the generation of the next compaction (compaction.go);
+	// the persister's.
+	nextGen uint64
 }
 
 // Config configures a Store.

@@ -47,10 +47,18 @@ type Part struct {
 	Day             int64          // days since the epoch, UTC
 	Schema          *catalog.Table // the table at persist time: the file's columns
 	Chunks          []Chunk
+	// Name, if set, is the object name instead of the segment's file
+	// (a compaction's merged file).
+	Name string
 }
 
 // Object is the name of the part's Parquet file.
-func (p *Part) Object() string { return ParquetObject(p.Database, p.Table, p.Day, p.Segment) }
+func (p *Part) Object() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return ParquetObject(p.Database, p.Table, p.Day, p.Segment)
+}
 
 // TempFile is a Part written as Parquet into a temporary file of the data
 // dir, to be uploaded by UploadParquet.

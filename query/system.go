@@ -170,7 +170,8 @@ var systemTables = map[string]systemTable{
 	},
 	"parquet_files": {
 		schema: arrow.NewSchema(fields("database_name", str, "table_name", str, "partition", str, "path", str, "uri", str,
-			"size", i64, "rows", i64, "min_time", tsType, "max_time", tsType, "segment_id", u64), nil),
+			"size", i64, "rows", i64, "min_time", tsType, "max_time", tsType, "segment_id", u64,
+			"generation", u64, "compacted", arrow.FixedWidthTypes.Boolean, "min_segment_id", u64), nil),
 		build: func(e *Engine, who *auth.Principal, b *array.RecordBuilder) {
 			for _, ps := range e.wb.Persisted() {
 				for _, f := range ps.Files {
@@ -187,6 +188,15 @@ var systemTables = map[string]systemTable{
 					b.Field(7).(*array.TimestampBuilder).Append(arrow.Timestamp(f.MinTime))
 					b.Field(8).(*array.TimestampBuilder).Append(arrow.Timestamp(f.MaxTime))
 					b.Field(9).(*array.Uint64Builder).Append(ps.ID)
+					// generation: 0 for a file a persist wrote, the
+					// compaction's for a merged one (persist/compaction.go).
+					gen, minSeg := uint64(0), ps.ID
+					if ps.Compaction != nil {
+						gen, minSeg = ps.Compaction.Generation, ps.Compaction.MinSegment
+					}
+					b.Field(10).(*array.Uint64Builder).Append(gen)
+					b.Field(11).(*array.BooleanBuilder).Append(ps.Compaction != nil)
+					b.Field(12).(*array.Uint64Builder).Append(minSeg)
 				}
 			}
 		},

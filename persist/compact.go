@@ -1,0 +1,224 @@
+package persist
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/apron-db/apron/catalog"
+)
+
+// CompactInput is one compaction: files of one table and day, merged
+// into one file in the table's current columns.
+type CompactInput struct {
+	Generation             uint64
+	Database, Table        string
+	Partition              string // YYYY-MM-DD
+	Schema                 *catalog.Table
+	Files                  []File
+	MinSegment, MaxSegment uint64
+	// Cutoff drops the rows older than it (retention); math.MinInt64
+	// keeps every row.
+	Cutoff int64
+	Mem    memory.Allocator
+}
+
+// Compact merges in.Files: reads them, writes the merged file (sorted as
+// every persisted file is, parquet.go), uploads it and commits with the
+// compaction file. It returns the committed compaction. On error nothing
+// is committed (an uploaded merged file is an orphan until startup).
+func (s *Store) Compact(ctx context.Context, in CompactInput) (Compaction, error) {
+	var chunks []Chunk
+	defer func() {
+		for _, c := range chunks {
+			c.Rec.Release()
+		}
+	}()
+	for _, f := range in.Files {
+		cs, err := s.readForCompaction(ctx, f, in)
+		chunks = append(chunks, cs...)
+		if err != nil {
+			return Compaction{}, err
+		}
+	}
+	c := Compaction{Generation: in.Generation, MinSegment: in.MinSegment, MaxSegment: in.MaxSegment}
+	for _, f := range in.Files {
+		c.Replaces = append(c.Replaces, f.Path)
+	}
+	if len(chunks) > 0 {
+		day, err := parseDay(in.Partition)
+		if err != nil {
+			return Compaction{}, err
+		}
+		p := Part{Segment: in.MaxSegment, Database: in.Database, Table: in.Table, Day: day, Schema: in.Schema, Chunks: chunks,
+			Name: CompactedObject(in.Database, in.Table, in.Partition, in.Generation)}
+		tmp, err := s.WriteTemp(ctx, p, in.Mem)
+		if err != nil {
+			return Compaction{}, fmt.Errorf("persist: writing the merged file of %s.%s %s: %w", in.Database, in.Table, in.Partition, err)
+		}
+		defer tmp.Remove()
+		if err := s.UploadParquet(ctx, tmp); err != nil {
+			return Compaction{}, err
+		}
+		c.Files = []File{tmp.File()}
+	}
+	// Every row expired: the compaction replaces the files with none.
+	if err := s.PutCompactionFile(ctx, c); err != nil {
+		return Compaction{}, err
+	}
+	return c, nil
+}
+
+// readForCompaction reads f's rows as chunks in in.Schema's columns
+// (strings dictionary-encoded, as the Parquet writer takes them), without
+// the rows older than in.Cutoff.
+func (s *Store) readForCompaction(ctx context.Context, f File, in CompactInput) ([]Chunk, error) {
+	if f.MaxTime < in.Cutoff {
+		return nil, nil
+	}
+	r, err := s.objects.Get(ctx, f.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+	}
+	defer r.Close()
+	tmp, err := os.CreateTemp(s.tmpDir, "compact-*.parquet")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, r); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+	}
+	pf, err := file.NewParquetReader(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+	}
+	defer pf.Close()
+	props := pqarrow.ArrowReadProperties{BatchSize: 64 << 10}
+	for i := 0; i < pf.MetaData().Schema.NumColumns(); i++ {
+		name := pf.MetaData().Schema.Column(i).Name()
+		if col, _, ok := in.Schema.Column(name); ok && col.Type.ID() == arrow.STRING {
+			props.SetReadDict(i, true)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, props, in.Mem)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+	}
+	defer rr.Release()
+	var out []Chunk
+	for rr.Next() {
+		c, err := compactionChunk(ctx, rr.RecordBatch(), in)
+		if err != nil {
+			releaseChunks(out)
+			return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+		}
+		if c.Rec != nil {
+			out = append(out, c)
+		}
+	}
+	if err := rr.Err(); err != nil && err != io.EOF {
+		releaseChunks(out)
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+	}
+	return out, nil
+}
+
+func releaseChunks(cs []Chunk) {
+	for _, c := range cs {
+		c.Rec.Release()
+	}
+}
+
+// compactionChunk is rec (a batch read from a file) in the table's column
+// types, where the file's differ only as Parquet makes them (a timestamp's
+// unit or zone), without the rows older than in.Cutoff; a nil Rec when
+// none is left.
+func compactionChunk(ctx context.Context, rec arrow.RecordBatch, in CompactInput) (Chunk, error) {
+	cctx := compute.WithAllocator(ctx, in.Mem)
+	fields := make([]arrow.Field, 0, rec.NumCols())
+	cols := make([]arrow.Array, 0, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i, f := range rec.Schema().Fields() {
+		col, _, ok := in.Schema.Column(f.Name)
+		if !ok {
+			continue // not a column of the table (cannot happen for Apron's files)
+		}
+		a := rec.Column(i)
+		switch {
+		case arrow.TypeEqual(a.DataType(), col.Type):
+			a.Retain()
+		case col.Type.ID() == arrow.STRING && a.DataType().ID() == arrow.DICTIONARY:
+			a.Retain()
+		case col.Type.ID() == arrow.TIMESTAMP && a.DataType().ID() == arrow.TIMESTAMP:
+			cast, err := compute.CastArray(cctx, a, compute.SafeCastOptions(col.Type))
+			if err != nil {
+				return Chunk{}, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			a = cast
+		default:
+			return Chunk{}, fmt.Errorf("column %q is %s in the file, %s in the table", f.Name, a.DataType(), col.Type)
+		}
+		fields = append(fields, arrow.Field{Name: col.Name, Type: a.DataType(), Nullable: true})
+		cols = append(cols, a)
+	}
+	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	if in.Cutoff != math.MinInt64 {
+		live, err := KeepSince(out, in.Cutoff, in.Mem)
+		out.Release()
+		if err != nil {
+			return Chunk{}, err
+		}
+		out = live
+	}
+	if out.NumRows() == 0 {
+		out.Release()
+		return Chunk{}, nil
+	}
+	c := Chunk{Rec: out, MinTime: math.MaxInt64, MaxTime: math.MinInt64}
+	times := out.Column(0).(*array.Timestamp)
+	for i := range times.Len() {
+		v := int64(times.Value(i))
+		c.MinTime, c.MaxTime = min(c.MinTime, v), max(c.MaxTime, v)
+	}
+	return c, nil
+}
+
+// KeepSince returns the rows of rec whose time is at or after cutoff (ns).
+func KeepSince(rec arrow.RecordBatch, cutoff int64, mem memory.Allocator) (arrow.RecordBatch, error) {
+	idx := rec.Schema().FieldIndices(catalog.TimeColumn)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("persist: a batch without its time column")
+	}
+	times, ok := rec.Column(idx[0]).(*array.Timestamp)
+	if !ok || times.DataType().(*arrow.TimestampType).Unit != arrow.Nanosecond {
+		return nil, fmt.Errorf("persist: time column of type %s", rec.Column(idx[0]).DataType())
+	}
+	b := array.NewBooleanBuilder(mem)
+	defer b.Release()
+	b.Reserve(times.Len())
+	for i := range times.Len() {
+		b.UnsafeAppend(times.IsValid(i) && int64(times.Value(i)) >= cutoff)
+	}
+	mask := b.NewBooleanArray()
+	defer mask.Release()
+	return compute.FilterRecordBatch(compute.WithAllocator(context.Background(), mem), rec, mask, compute.DefaultFilterOptions())
+}
