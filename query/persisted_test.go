@@ -64,6 +64,7 @@ func (s *storeEnv) open(t testing.TB) {
 	bcfg.PersistRetryMax = 20 * time.Millisecond
 	bcfg.StartupStoreTimeout = 5 * time.Second
 	bcfg.Now = s.clock.now
+	bcfg.CompactionInterval = 0 // by hand (BenchmarkCompactedQuery)
 	wb, err := buffer.Open(bcfg)
 	if err != nil {
 		t.Fatal(err)
