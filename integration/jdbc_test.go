@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,11 +54,6 @@ func TestJDBC(t *testing.T) {
 	for _, tz := range []string{"UTC", "America/New_York"} {
 		cmd := exec.CommandContext(testCtx(t), "java", "-Duser.timezone="+tz, "--add-opens=java.base/java.nio=ALL-UNNAMED",
 			"-cp", jar, src, srv.Addr)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil || strings.TrimSpace(string(out)) != "ok" {
-			t.Fatalf("JDBC client in time zone %s: %v\nstdout:\n%s\nstderr:\n%s", tz, err, out, stderr.String())
-		}
+		runClient(t, "JDBC client in time zone "+tz, cmd)
 	}
 }

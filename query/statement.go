@@ -101,6 +101,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	if st.Schema, err = resultSchema(opts, stmt); err != nil {
 		return nil, err
 	}
+	st.Schema = e.labelSchema(st.Schema, a, database)
 	return st, nil
 }
 
@@ -240,10 +241,11 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 		return nil, err
 	}
 	if nparams == 0 || params.NumRows() == 1 {
-		return timed(ctx, first, cancel), nil
+		return timed(ctx, e.labeled(first, a, database), cancel), nil
 	}
 	params.Retain()
-	return timed(ctx, &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, cancel), nil
+	rows := &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}
+	return timed(ctx, e.labeled(rows, a, database), cancel), nil
 }
 
 // runRow starts the admitted statement a with its parameters bound to row

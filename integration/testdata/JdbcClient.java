@@ -3,15 +3,18 @@ import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
 import java.sql.Statement;
+import java.util.Objects;
 import java.util.Properties;
 
 /**
  * Apron from the Arrow Flight SQL JDBC driver (what DBeaver, Tableau and
  * Superset use): connect (the driver reads GetSqlInfo), a query, a
  * prepared query with a parameter (the driver prepares every statement),
- * and metadata. Run by TestJDBC with the server's host:port; prints "ok"
- * or exits non-zero with the first wrong answer.
+ * metadata, and the ResultSetMetaData of results. Run by TestJDBC with the
+ * server's host:port; prints the driver's version, then "ok", or exits
+ * non-zero with the first wrong answer.
  */
 public class JdbcClient {
     static void check(String what, Object got, Object want) {
@@ -21,12 +24,40 @@ public class JdbcClient {
         }
     }
 
+    /**
+     * The ResultSetMetaData of SELECT time, host AS h, usage * 2 AS u2
+     * FROM jdbc.cpu: the two table columns name their table, database
+     * (the JDBC schema) and catalog, which DBeaver navigates by; the
+     * computed one names none.
+     */
+    static void checkOrigins(String what, ResultSetMetaData rm) throws Exception {
+        check(what + ": columns", rm.getColumnCount(), 3);
+        StringBuilder got = new StringBuilder();
+        for (int i = 1; i <= 3; i++) {
+            got.append(Objects.toString(rm.getCatalogName(i), "")).append('.')
+                .append(Objects.toString(rm.getSchemaName(i), "")).append('.')
+                .append(Objects.toString(rm.getTableName(i), "")).append(' ');
+        }
+        check(what + ": catalog.schema.table of each column", got.toString().trim(), "apron.jdbc.cpu apron.jdbc.cpu ..");
+        // Driver 18.3.0 reads no nullability from the Arrow schema: every
+        // column is columnNoNulls (0) whatever the server says. Either
+        // answer is taken; the line says which this driver gave.
+        String nulls = rm.isNullable(1) + " " + rm.isNullable(2) + " " + rm.isNullable(3);
+        String right = ResultSetMetaData.columnNoNulls + " " + ResultSetMetaData.columnNullable + " " + ResultSetMetaData.columnNullable;
+        String ignored = ResultSetMetaData.columnNoNulls + " " + ResultSetMetaData.columnNoNulls + " " + ResultSetMetaData.columnNoNulls;
+        if (!nulls.equals(right) && !nulls.equals(ignored)) {
+            check(what + ": isNullable", nulls, right);
+        }
+        System.out.println(what + ": isNullable " + nulls + (nulls.equals(right) ? "" : " (the driver ignores Arrow's nullability)"));
+    }
+
     public static void main(String[] args) throws Exception {
         String url = "jdbc:arrow-flight-sql://" + args[0] + "/?useEncryption=false";
         // Each run (one per JVM time zone) inserts rows of its own host.
         String host = "inserted-" + java.util.TimeZone.getDefault().getID().replace('/', '-');
         try (Connection conn = DriverManager.getConnection(url, new Properties())) {
             DatabaseMetaData md = conn.getMetaData();
+            System.out.println("driver: " + md.getDriverName() + " " + md.getDriverVersion());
             check("product name", md.getDatabaseProductName(), "Apron");
             // DBeaver reads it at connect; an int32 SqlInfo value made the
             // driver throw ClassCastException (Integer to Long).
@@ -78,6 +109,17 @@ public class JdbcClient {
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     check("time >= a timestamp parameter", rs.getLong(1), 2);
+                }
+            }
+            try (Statement st = conn.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT time, host AS h, usage * 2 AS u2 FROM jdbc.cpu LIMIT 1")) {
+                checkOrigins("executeQuery", rs.getMetaData());
+            }
+            try (PreparedStatement ps = conn.prepareStatement("SELECT time, host AS h, usage * 2 AS u2 FROM jdbc.cpu WHERE host = ?")) {
+                checkOrigins("prepareStatement", ps.getMetaData());
+                ps.setString(1, "h1");
+                try (ResultSet rs = ps.executeQuery()) {
+                    checkOrigins("prepared executeQuery", rs.getMetaData());
                 }
             }
             try (ResultSet rs = md.getTables(null, "jdbc", "%", null)) {
