@@ -21,7 +21,7 @@ import (
 func TestJDBC(t *testing.T) {
 	jar := os.Getenv("APRON_TEST_JDBC_JAR")
 	if jar == "" {
-		t.Skip("APRON_TEST_JDBC_JAR is not set: no Flight SQL JDBC driver (test.sh fetches one)")
+		skipClient(t, "APRON_TEST_JDBC_JAR is not set: no Flight SQL JDBC driver (test.sh fetches one)")
 	}
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)

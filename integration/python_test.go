@@ -16,7 +16,7 @@ import (
 func TestPythonADBC(t *testing.T) {
 	py := os.Getenv("APRON_TEST_PYTHON")
 	if py == "" {
-		t.Skip("APRON_TEST_PYTHON is not set: no Python with adbc_driver_flightsql (test.sh sets one up)")
+		skipClient(t, "APRON_TEST_PYTHON is not set: no Python with adbc_driver_flightsql (test.sh sets one up)")
 	}
 	srv := startServer(t, t.TempDir())
 	script, err := filepath.Abs(filepath.Join("testdata", "adbc_python.py"))
