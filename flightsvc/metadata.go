@@ -136,12 +136,16 @@ func (s *SQLServer) DoGetTableTypes(context.Context) (*arrow.Schema, <-chan flig
 // "objects without a catalog" in Flight SQL, of which there are none.
 func catalogMatches(c *string) bool { return c == nil || *c == CatalogName }
 
+// typeMatches: no table type filter, or one that names Apron's. "BASE
+// TABLE" (the SQL standard's information_schema name, which InfluxDB 3
+// reports) is taken for it too: Grafana's Flight SQL data source lists the
+// tables of that type only.
 func typeMatches(types []string) bool {
 	if len(types) == 0 {
 		return true
 	}
 	for _, t := range types {
-		if t == tableType {
+		if t == tableType || t == "BASE TABLE" {
 			return true
 		}
 	}
