@@ -79,6 +79,8 @@ func bindValue(stmt duck.PreparedStatement, idx duck.IdxT, col arrow.Array, row 
 			duck.DestroyValue(&v)
 		case *array.Dictionary:
 			return bindValue(stmt, idx, a.Dictionary(), a.GetValueIndex(row))
+		case *array.Null: // Python's ADBC driver sends None so
+			st = duck.BindNull(stmt, idx)
 		default:
 			return fmt.Errorf("values of type %s cannot be bound", col.DataType())
 		}

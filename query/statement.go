@@ -46,6 +46,9 @@ type Statement struct {
 	Databases []string
 
 	insert *insertPlan // KindInsert
+	// untypedResult: DuckDB types the result only once the parameters
+	// are bound (see BoundSchema).
+	untypedResult bool
 }
 
 var emptySchema = arrow.NewSchema(nil, nil)
@@ -102,6 +105,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	st.Schema = e.labelSchema(st.Schema, a, database)
+	st.untypedResult = untypedResult(stmt)
 	return st, nil
 }
 
