@@ -81,3 +81,41 @@ func TestBoundSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeParams: time32 and time64 parameters (JDBC's setTime sends
+// one) bind, in every unit.
+func TestTimeParams(t *testing.T) {
+	v := newEnv(t, Config{})
+	v.cpu("db", 120, 2, base) // 12:00:00 to 12:01:59
+	ctx := context.Background()
+	st, err := v.e.Prepare(ctx, "SELECT count(*) FROM db.cpu WHERE CAST(time AS TIME) >= $1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := int64(12*3600 + 90) // 12:01:30
+	for _, c := range []struct {
+		typ arrow.DataType
+		v   int64
+	}{
+		{arrow.FixedWidthTypes.Time32s, at}, {arrow.FixedWidthTypes.Time32ms, at * 1e3},
+		{arrow.FixedWidthTypes.Time64us, at * 1e6}, {arrow.FixedWidthTypes.Time64ns, at * 1e9},
+	} {
+		b := array.NewBuilder(v.mem, c.typ)
+		switch b := b.(type) {
+		case *array.Time32Builder:
+			b.Append(arrow.Time32(c.v))
+		case *array.Time64Builder:
+			b.Append(arrow.Time64(c.v))
+		}
+		col := b.NewArray()
+		b.Release()
+		params := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "1", Type: c.typ}}, nil), []arrow.Array{col}, 1)
+		col.Release()
+		rows, _, err := collect(v.e.Run(ctx, st, params))
+		params.Release()
+		if err != nil {
+			t.Fatalf("%s: %v", c.typ, err)
+		}
+		equalRows(t, c.typ.String(), rows, []string{"30"})
+	}
+}

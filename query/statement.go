@@ -187,7 +187,8 @@ func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Sc
 
 // announcedParams are the parameter types announced to clients: as
 // DuckDB (or the INSERT's target columns) typed them, but timestamps in
-// milliseconds, with a zone (UTC if they had none). The Flight SQL JDBC driver's setTimestamp writes
+// milliseconds, with a zone (UTC if they had none), and times of day in
+// milliseconds. The Flight SQL JDBC driver's setTimestamp writes
 // milliseconds into whatever timestamp vector it is given, unscaled (a
 // driver bug: 12:00:00.123 bound as timestamp[ns] arrives as 00:29:27 of
 // 1970), and binds a timestamp[ms] parameter right. Clients that bind
@@ -205,6 +206,11 @@ func announcedParams(fields []arrow.Field) []arrow.Field {
 				zone = "UTC"
 			}
 			fields[i].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: zone}
+		}
+		if _, ok := f.Type.(*arrow.Time64Type); ok {
+			// The driver's setTime writes milliseconds unscaled too
+			// (12:30:00 bound as time64[us] arrived as 00:00:45).
+			fields[i].Type = arrow.FixedWidthTypes.Time32ms
 		}
 	}
 	return fields
