@@ -10,9 +10,11 @@ import java.util.Properties;
 
 /**
  * Apron from the Arrow Flight SQL JDBC driver (what DBeaver, Tableau and
- * Superset use): connect (the driver reads GetSqlInfo), a query, a
- * prepared query with a parameter (the driver prepares every statement),
- * metadata, and the ResultSetMetaData of results. Run by TestJDBC with the
+ * Superset use): connect (the driver reads GetSqlInfo), what DBeaver reads
+ * at connect and when browsing (DatabaseMetaData), queries with
+ * nanosecond times, prepared queries with every setter (the driver
+ * prepares every statement), prepared INSERT with addBatch, and the
+ * ResultSetMetaData of results. Run by TestJDBC with the
  * server's host:port; prints the driver's version, then "ok", or exits
  * non-zero with the first wrong answer.
  */
@@ -49,6 +51,16 @@ public class JdbcClient {
             check(what + ": isNullable", nulls, right);
         }
         System.out.println(what + ": isNullable " + nulls + (nulls.equals(right) ? "" : " (the driver ignores Arrow's nullability)"));
+    }
+
+    static int count(ResultSet rs) throws Exception {
+        int n = 0;
+        try (rs) {
+            while (rs.next()) {
+                n++;
+            }
+        }
+        return n;
     }
 
     public static void main(String[] args) throws Exception {
@@ -122,6 +134,67 @@ public class JdbcClient {
                     checkOrigins("prepared executeQuery", rs.getMetaData());
                 }
             }
+            // The rest of what DBeaver reads at connect and when browsing.
+            try (ResultSet rs = md.getCatalogs()) {
+                rs.next();
+                check("catalog", rs.getString("TABLE_CAT"), "apron");
+            }
+            try (ResultSet rs = md.getSchemas(null, "jdb%")) {
+                rs.next();
+                check("schema", rs.getString("TABLE_CATALOG") + "." + rs.getString("TABLE_SCHEM"), "apron.jdbc");
+            }
+            try (ResultSet rs = md.getTableTypes()) {
+                rs.next();
+                check("table type", rs.getString("TABLE_TYPE"), "TABLE");
+            }
+            check("primary keys", count(md.getPrimaryKeys(null, "jdbc", "cpu")), 0);
+            check("imported keys", count(md.getImportedKeys(null, "jdbc", "cpu")), 0);
+            check("exported keys", count(md.getExportedKeys(null, "jdbc", "cpu")), 0);
+            check("cross reference", count(md.getCrossReference(null, "jdbc", "cpu", null, "jdbc", "cpu")), 0);
+            // Driver 18.3.0 answers getTypeInfo itself, empty (it does not
+            // ask the server's GetXdbcTypeInfo).
+            System.out.println("getTypeInfo: " + count(md.getTypeInfo()) + " rows");
+            check("identifier quote", md.getIdentifierQuoteString(), "\"");
+            check("keywords", md.getSQLKeywords().contains("QUALIFY"), true);
+            check("numeric functions", md.getNumericFunctions().contains("abs"), true);
+            check("string functions", md.getStringFunctions().contains("lower"), true);
+            check("time and date functions", md.getTimeDateFunctions().contains("date_trunc"), true);
+            check("system functions", md.getSystemFunctions().contains("version"), true);
+
+            // Nanosecond times read back exact, as UTC wall-clock times
+            // (the column is a TIMESTAMP, JDBC's wall-clock type). Outside
+            // a UTC JVM driver 18.3.0 shifts getTimestamp(i) by the JVM's
+            // offset (twice, for toInstant); getObject(i, LocalDateTime)
+            // and getTimestamp(i, a UTC Calendar).toLocalDateTime() are
+            // right in any zone.
+            java.util.Calendar utc = java.util.Calendar.getInstance(java.util.TimeZone.getTimeZone("UTC"));
+            try (Statement st = conn.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT time FROM jdbc.cpu WHERE host = 'h3' ORDER BY time LIMIT 1")) {
+                rs.next();
+                java.time.LocalDateTime want = java.time.LocalDateTime.parse("2026-11-29T00:00:00.000000003");
+                check("nanosecond time (LocalDateTime)", rs.getObject(1, java.time.LocalDateTime.class), want);
+                check("nanosecond time (Timestamp, UTC Calendar)", rs.getTimestamp(1, utc).toLocalDateTime(), want);
+                check("nanosecond time (string)", rs.getString(1), "2026-11-29 00:00:00.000000003");
+            }
+            // Every setter DBeaver's SQL editor binds: long, double,
+            // boolean, string, date, time, null (timestamps above).
+            try (PreparedStatement ps = conn.prepareStatement("SELECT count(*) FROM jdbc.cpu WHERE host NOT LIKE 'inserted-%' AND usage >= ? AND (usage <= ?) = ? AND host <> ? AND CAST(time AS DATE) = ? AND CAST(time AS TIME) < ? AND ? IS NULL")) {
+                ps.setLong(1, 100L);
+                ps.setDouble(2, 500.5);
+                ps.setBoolean(3, true);
+                ps.setString(4, "h3");
+                ps.setDate(5, java.sql.Date.valueOf("2026-11-29"));
+                // time32[ms], as announced: into time64[us] the driver
+                // wrote milliseconds unscaled (12:30:00 arrived as 00:00:45).
+                ps.setTime(6, java.sql.Time.valueOf("00:00:01"));
+                ps.setNull(7, java.sql.Types.VARCHAR);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    // usage 100..500, less the 58 of host h3.
+                    check("every setter", rs.getLong(1), 343);
+                }
+            }
+
             try (ResultSet rs = md.getTables(null, "jdbc", "%", null)) {
                 rs.next();
                 check("table", rs.getString("TABLE_NAME"), "cpu");
