@@ -10,17 +10,32 @@ cd "$(dirname "$0")"
 # failing input (a flake of the engine, not of the code under test).
 FUZZTIME="${FUZZTIME:-100000x}"
 
-# The integration tests also drive the server from Python's ADBC driver
-# (what pandas and Jupyter users run); a venv with it and pyarrow is made
-# once and reused. Without python3 that one test says it is skipped.
+# The integration tests also drive the server from the clients its users
+# run, each installed once from its registry and reused (delete the
+# directory to take newer versions). Without python3, java and mvn, or
+# node and npm, the tests of those clients say they are skipped; with
+# CI=true (.ci/run) they fail instead.
+#
+# Python's ADBC driver, pandas, polars and pyarrow, in a venv.
 if command -v python3 >/dev/null 2>&1; then
   PYENV="${APRON_PYENV:-${TMPDIR:-/tmp}/apron-test-pyenv}"
-  if ! "$PYENV/bin/python" -c "import adbc_driver_flightsql, pyarrow" 2>/dev/null; then
-    echo "== Python venv for the ADBC client test: $PYENV"
+  if ! "$PYENV/bin/python" -c "import adbc_driver_flightsql, pyarrow, pandas, polars" 2>/dev/null; then
+    echo "== Python venv for the client tests: $PYENV"
     python3 -m venv "$PYENV"
-    "$PYENV/bin/pip" install --quiet adbc-driver-flightsql pyarrow
+    "$PYENV/bin/pip" install --quiet adbc-driver-flightsql pyarrow pandas polars
   fi
   export APRON_TEST_PYTHON="$PYENV/bin/python"
+fi
+
+# A Node Flight SQL client and apache-arrow, from npm.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  NODEDIR="${APRON_NODE_DIR:-${TMPDIR:-/tmp}/apron-test-node}"
+  if ! NODE_PATH="$NODEDIR/node_modules" node -e 'require("@lakehouse-rs/flight-sql-client"); require("apache-arrow")' 2>/dev/null; then
+    echo "== Node packages for the client test: $NODEDIR"
+    mkdir -p "$NODEDIR"
+    npm install --prefix "$NODEDIR" --no-audit --no-fund --loglevel=error @lakehouse-rs/flight-sql-client apache-arrow
+  fi
+  export APRON_TEST_NODE_DIR="$NODEDIR"
 fi
 
 # ... and from the Arrow Flight SQL JDBC driver (DBeaver, Tableau,

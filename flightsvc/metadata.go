@@ -11,6 +11,7 @@ import (
 
 	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/query"
 )
 
 // tableType is the one table type Apron has.
@@ -108,61 +109,16 @@ func (s *SQLServer) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*
 }
 
 // describedSchema is a table's Arrow schema with the ARROW:FLIGHT:SQL:*
-// metadata that JDBC and ADBC read for each column.
+// metadata that JDBC and ADBC read for each column (query results that
+// return the column carry the same).
 func describedSchema(t *catalog.Table) *arrow.Schema {
 	base := t.ArrowSchema()
 	fields := make([]arrow.Field, base.NumFields())
 	for i, f := range base.Fields() {
-		md := flightsql.NewColumnMetadataBuilder().
-			CatalogName(CatalogName).SchemaName(t.Database).TableName(t.Name).
-			TypeName(sqlTypeName(f.Type)).IsCaseSensitive(true).IsReadOnly(false).IsSearchable(true).IsAutoIncrement(false)
-		f.Metadata = md.Metadata()
+		f.Metadata = query.ColumnMetadata(t, i)
 		fields[i] = f
 	}
 	return arrow.NewSchema(fields, nil)
-}
-
-// sqlTypeName is the SQL name of a stored type, as DuckDB spells it.
-func sqlTypeName(dt arrow.DataType) string {
-	switch dt.ID() {
-	case arrow.INT8:
-		return "TINYINT"
-	case arrow.INT16:
-		return "SMALLINT"
-	case arrow.INT32:
-		return "INTEGER"
-	case arrow.INT64:
-		return "BIGINT"
-	case arrow.UINT8:
-		return "UTINYINT"
-	case arrow.UINT16:
-		return "USMALLINT"
-	case arrow.UINT32:
-		return "UINTEGER"
-	case arrow.UINT64:
-		return "UBIGINT"
-	case arrow.FLOAT32:
-		return "FLOAT"
-	case arrow.FLOAT64:
-		return "DOUBLE"
-	case arrow.BOOL:
-		return "BOOLEAN"
-	case arrow.STRING, arrow.LARGE_STRING:
-		return "VARCHAR"
-	case arrow.BINARY, arrow.LARGE_BINARY:
-		return "BLOB"
-	case arrow.DATE32, arrow.DATE64:
-		return "DATE"
-	case arrow.TIMESTAMP:
-		ts := dt.(*arrow.TimestampType)
-		name := map[arrow.TimeUnit]string{arrow.Second: "TIMESTAMP_S", arrow.Millisecond: "TIMESTAMP_MS",
-			arrow.Microsecond: "TIMESTAMP", arrow.Nanosecond: "TIMESTAMP_NS"}[ts.Unit]
-		if ts.TimeZone != "" {
-			return "TIMESTAMP WITH TIME ZONE"
-		}
-		return name
-	}
-	return dt.String()
 }
 
 func (s *SQLServer) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
@@ -180,12 +136,16 @@ func (s *SQLServer) DoGetTableTypes(context.Context) (*arrow.Schema, <-chan flig
 // "objects without a catalog" in Flight SQL, of which there are none.
 func catalogMatches(c *string) bool { return c == nil || *c == CatalogName }
 
+// typeMatches: no table type filter, or one that names Apron's. "BASE
+// TABLE" (the SQL standard's information_schema name, which InfluxDB 3
+// reports) is taken for it too: Grafana's Flight SQL data source lists the
+// tables of that type only.
 func typeMatches(types []string) bool {
 	if len(types) == 0 {
 		return true
 	}
 	for _, t := range types {
-		if t == tableType {
+		if t == tableType || t == "BASE TABLE" {
 			return true
 		}
 	}

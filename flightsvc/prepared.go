@@ -121,13 +121,16 @@ func (s *SQLServer) DoPutPreparedStatementQuery(ctx context.Context, cmd flights
 	return handle, nil
 }
 
+// GetFlightInfoPreparedStatement answers the schema of the result with
+// the bound parameters (a result DuckDB types only once they are bound
+// has it then: query.Engine.BoundSchema) and one endpoint.
 func (s *SQLServer) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	st, params, err := s.prepared.get(cmd.GetPreparedStatementHandle(), auth.FromContext(ctx).ID())
 	if err != nil {
 		return nil, statusOf(err)
 	}
 	if params != nil {
-		params.Release()
+		defer params.Release()
 	}
 	if st.Kind != query.KindQuery {
 		return nil, statusOf(errInsertAsQuery)
@@ -136,7 +139,11 @@ func (s *SQLServer) GetFlightInfoPreparedStatement(ctx context.Context, cmd flig
 		return nil, statusOf(fmt.Errorf("%w: the statement has %d parameters and none are bound: bind them first (ADBC Bind, JDBC setXxx, Flight SQL DoPut of CommandPreparedStatementQuery)",
 			errInvalidRequest, n))
 	}
-	return s.infoForCommand(desc, st.Schema), nil
+	schema, err := s.eng.BoundSchema(ctx, st, paramsFor(st, params))
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return s.infoForCommand(desc, schema), nil
 }
 
 func (s *SQLServer) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
@@ -145,9 +152,13 @@ func (s *SQLServer) GetSchemaPreparedStatement(ctx context.Context, cmd flightsq
 		return nil, statusOf(err)
 	}
 	if params != nil {
-		params.Release()
+		defer params.Release()
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema, s.mem)}, nil
+	schema, err := s.eng.BoundSchema(ctx, st, paramsFor(st, params))
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, s.mem)}, nil
 }
 
 // DoGetPreparedStatement runs a prepared query with its bound parameters.

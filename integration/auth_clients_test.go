@@ -107,6 +107,7 @@ func expectADBC(t testing.TB, what string, err error, want adbc.Status, parts ..
 func TestAuthADBCGo(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the connections close
+	t.Logf("client: arrow-adbc Go Flight SQL driver %s", moduleVersion("github.com/apache/arrow-adbc/go/adbc"))
 	srv := startAuthServer(t, t.TempDir())
 	fc := flightClient(t, srv.Addr)
 	ctx := testCtx(t)
@@ -253,7 +254,7 @@ func TestAuthADBCGoTLS(t *testing.T) {
 func TestAuthPython(t *testing.T) {
 	py := os.Getenv("APRON_TEST_PYTHON")
 	if py == "" {
-		t.Skip("APRON_TEST_PYTHON is not set: no Python with adbc_driver_flightsql and pyarrow (test.sh sets one up)")
+		skipClient(t, "APRON_TEST_PYTHON is not set: no Python with adbc_driver_flightsql and pyarrow (test.sh sets one up)")
 	}
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the connections close
@@ -296,7 +297,7 @@ func TestAuthPython(t *testing.T) {
 func TestAuthJDBC(t *testing.T) {
 	jar := os.Getenv("APRON_TEST_JDBC_JAR")
 	if jar == "" {
-		t.Skip("APRON_TEST_JDBC_JAR is not set: no Flight SQL JDBC driver (test.sh fetches one)")
+		skipClient(t, "APRON_TEST_JDBC_JAR is not set: no Flight SQL JDBC driver (test.sh fetches one)")
 	}
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the connections close

@@ -192,3 +192,106 @@ func TestTimestampParamExact(t *testing.T) {
 		}
 	}
 }
+
+// TestResultColumnMetadata: a result column that is a table's column
+// carries ARROW:FLIGHT:SQL:CATALOG_NAME, SCHEMA_NAME and TABLE_NAME (JDBC
+// ResultSetMetaData, DBeaver), and the schema of GetFlightInfo, of a
+// prepared statement's dataset and of the DoGet stream are one, metadata
+// and nullability included (clients compare them); an ADBC query reads it.
+func TestResultColumnMetadata(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the ADBC connections close
+	s := startServer(t, t.TempDir())
+	sc := sqlClient(t, s.Addr, mem)
+	ctx := testCtx(t)
+	rec := idRecord(mem, 0, 10)
+	defer rec.Release()
+	if _, err := sqlIngest(ctx, sc, "md", "t", rec); err != nil {
+		t.Fatal(err)
+	}
+	const sql = "SELECT time, tag AS label, value * 2 AS v2 FROM md.t WHERE id < 5 ORDER BY time"
+	check := func(what string, schema *arrow.Schema) {
+		t.Helper()
+		want := []struct {
+			table    string
+			nullable bool
+		}{{"t", false}, {"t", true}, {"", true}}
+		if schema.NumFields() != len(want) {
+			t.Fatalf("%s: schema %s", what, schema)
+		}
+		for i, f := range schema.Fields() {
+			md := flightsql.ColumnMetadata{Data: &f.Metadata}
+			table, _ := md.TableName()
+			db, _ := md.SchemaName()
+			cat, _ := md.CatalogName()
+			if table != want[i].table || f.Nullable != want[i].nullable ||
+				(table != "" && (db != "md" || cat != "apron")) {
+				t.Errorf("%s: column %q: catalog %q, schema %q, table %q, nullable %v; want apron.md.%s, nullable %v",
+					what, f.Name, cat, db, table, f.Nullable, want[i].table, want[i].nullable)
+			}
+		}
+	}
+	// CommandStatementQuery: GetFlightInfo, then DoGet.
+	info, err := sc.Execute(ctx, sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infoSchema, err := flight.DeserializeSchema(info.Schema, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("GetFlightInfo", infoSchema)
+	rdr, err := sc.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DoGet", rdr.Schema())
+	if !rdr.Schema().Equal(infoSchema) {
+		t.Errorf("DoGet schema %s, GetFlightInfo's %s", rdr.Schema(), infoSchema)
+	}
+	for rdr.Next() {
+		if !rdr.RecordBatch().Schema().Equal(infoSchema) {
+			t.Errorf("a batch of schema %s", rdr.RecordBatch().Schema())
+		}
+	}
+	rdr.Release()
+
+	// A prepared statement: its dataset schema, GetFlightInfo, DoGet.
+	ps, err := sc.Prepare(ctx, sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close(ctx)
+	check("prepared dataset schema", ps.DatasetSchema())
+	info, err = ps.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infoSchema, err = flight.DeserializeSchema(info.Schema, mem); err != nil {
+		t.Fatal(err)
+	}
+	if !infoSchema.Equal(ps.DatasetSchema()) {
+		t.Errorf("prepared GetFlightInfo schema %s, dataset schema %s", infoSchema, ps.DatasetSchema())
+	}
+	if rdr, err = sc.DoGet(ctx, info.Endpoint[0].Ticket); err != nil {
+		t.Fatal(err)
+	}
+	if !rdr.Schema().Equal(infoSchema) {
+		t.Errorf("prepared DoGet schema %s, GetFlightInfo's %s", rdr.Schema(), infoSchema)
+	}
+	rdr.Release()
+
+	// ADBC checks each endpoint's schema against the FlightInfo's.
+	rdr2, err := adbcQuery(ctx, adbcConn(t, s.Addr, mem), sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for rdr2.Next() {
+		rows += rdr2.RecordBatch().NumRows()
+	}
+	if err := rdr2.Err(); err != nil || rows != 5 {
+		t.Errorf("ADBC query: %d rows, %v; want 5", rows, err)
+	}
+	rdr2.Release()
+}

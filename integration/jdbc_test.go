@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 func TestJDBC(t *testing.T) {
 	jar := os.Getenv("APRON_TEST_JDBC_JAR")
 	if jar == "" {
-		t.Skip("APRON_TEST_JDBC_JAR is not set: no Flight SQL JDBC driver (test.sh fetches one)")
+		skipClient(t, "APRON_TEST_JDBC_JAR is not set: no Flight SQL JDBC driver (test.sh fetches one)")
 	}
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
@@ -55,11 +54,6 @@ func TestJDBC(t *testing.T) {
 	for _, tz := range []string{"UTC", "America/New_York"} {
 		cmd := exec.CommandContext(testCtx(t), "java", "-Duser.timezone="+tz, "--add-opens=java.base/java.nio=ALL-UNNAMED",
 			"-cp", jar, src, srv.Addr)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil || strings.TrimSpace(string(out)) != "ok" {
-			t.Fatalf("JDBC client in time zone %s: %v\nstdout:\n%s\nstderr:\n%s", tz, err, out, stderr.String())
-		}
+		runClient(t, "JDBC client in time zone "+tz, cmd)
 	}
 }

@@ -77,8 +77,20 @@ func bindValue(stmt duck.PreparedStatement, idx duck.IdxT, col arrow.Array, row 
 			v := duck.CreateTimestampNS(duck.NewTimestampNS(ns))
 			st = duck.BindValue(stmt, idx, v)
 			duck.DestroyValue(&v)
+		case *array.Time32: // JDBC's setTime
+			st = duck.BindTime(stmt, idx, duck.NewTime(int64(a.Value(row))*map[arrow.TimeUnit]int64{arrow.Second: 1e6, arrow.Millisecond: 1e3}[a.DataType().(*arrow.Time32Type).Unit]))
+		case *array.Time64:
+			v := int64(a.Value(row))
+			if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
+				// A TIME, DuckDB's microseconds: it compares a TIME_NS
+				// with nothing else without a cast.
+				v /= 1e3
+			}
+			st = duck.BindTime(stmt, idx, duck.NewTime(v))
 		case *array.Dictionary:
 			return bindValue(stmt, idx, a.Dictionary(), a.GetValueIndex(row))
+		case *array.Null: // Python's ADBC driver sends None so
+			st = duck.BindNull(stmt, idx)
 		default:
 			return fmt.Errorf("values of type %s cannot be bound", col.DataType())
 		}

@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -56,76 +57,19 @@ func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*direct
 	if ctes, _ := node["cte_map"].(map[string]any); ctes == nil || !empty(ctes["map"]) {
 		return nil, false
 	}
-	from, _ := node["from_table"].(map[string]any)
-	if from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil || !empty(from["column_name_alias"]) {
+	from, ok := selectFrom(node, db, cat)
+	if !ok {
 		return nil, false
 	}
-	catalogName, _ := from["catalog_name"].(string)
-	schema, _ := from["schema_name"].(string)
-	name, _ := from["table_name"].(string)
-	alias, _ := from["alias"].(string)
-	if catalogName != "" && !strings.EqualFold(catalogName, "apron") {
-		return nil, false
-	}
-	if schema == "" {
-		schema = db
-	}
-	t := findTable(cat, schema, name)
-	if t == nil {
-		return nil, false
-	}
-	// Columns by lower-case name: DuckDB resolves names case-insensitively;
-	// a table with two names equal but for case is left to it.
-	byName := make(map[string]int, len(t.Columns))
-	for i, c := range t.Columns {
-		k := strings.ToLower(c.Name)
-		if _, dup := byName[k]; dup {
-			return nil, false
-		}
-		byName[k] = i
-	}
-	qualifier := strings.ToLower(t.Name)
-	if alias != "" {
-		qualifier = strings.ToLower(alias)
-	}
-	d := &directScan{table: t}
+	d := &directScan{table: from.table}
 	list, _ := node["select_list"].([]any)
 	for _, item := range list {
 		e, _ := item.(map[string]any)
-		switch e["type"] {
-		case "STAR":
-			rel, _ := e["relation_name"].(string)
-			if (rel != "" && strings.ToLower(rel) != qualifier) || e["columns"] != false || e["expr"] != nil ||
-				!empty(e["exclude_list"]) || !empty(e["replace_list"]) || !empty(e["rename_list"]) ||
-				!empty(e["qualified_exclude_list"]) {
-				return nil, false
-			}
-			for i := range t.Columns {
-				d.cols = append(d.cols, i)
-			}
-		case "COLUMN_REF":
-			names, _ := e["column_names"].([]any)
-			var col string
-			switch len(names) {
-			case 1:
-				col, _ = names[0].(string)
-			case 2:
-				rel, _ := names[0].(string)
-				if strings.ToLower(rel) != qualifier {
-					return nil, false
-				}
-				col, _ = names[1].(string)
-			default:
-				return nil, false
-			}
-			i, ok := byName[strings.ToLower(col)]
-			if !ok {
-				return nil, false
-			}
-			d.cols = append(d.cols, i)
-		default:
+		cols, ok := from.columns(e)
+		if !ok || slices.Contains(cols, -1) {
 			return nil, false
 		}
+		d.cols = append(d.cols, cols...)
 	}
 	return d, len(d.cols) > 0
 }

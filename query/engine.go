@@ -334,7 +334,7 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 		cancel()
 		return nil, err
 	}
-	return timed(ctx, r, cancel), nil
+	return timed(ctx, e.labeled(r, a, database), cancel), nil
 }
 
 func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (array.RecordReader, error) {

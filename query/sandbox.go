@@ -81,6 +81,10 @@ func (e *Engine) openDuckDB() error {
 		e.closeDuckDB()
 		return err
 	}
+	if err := createMacros(e.conv); err != nil {
+		e.closeDuckDB()
+		return err
+	}
 	// From here on no setting changes, not even from the engine
 	// (search_path and schema, which name the current database, stay
 	// settable per connection: DuckDB exempts them).

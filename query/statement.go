@@ -53,6 +53,9 @@ type Statement struct {
 
 	insert *insertPlan // KindInsert
 	ddl    *ddlPlan    // KindDDL
+	// untypedResult: DuckDB types the result only once the parameters
+	// are bound (see BoundSchema).
+	untypedResult bool
 }
 
 var emptySchema = arrow.NewSchema(nil, nil)
@@ -121,6 +124,8 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	if st.Schema, err = resultSchema(opts, stmt); err != nil {
 		return nil, err
 	}
+	st.Schema = e.labelSchema(st.Schema, a, database)
+	st.untypedResult = untypedResult(stmt)
 	return st, nil
 }
 
@@ -202,7 +207,8 @@ func paramSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.Sc
 
 // announcedParams are the parameter types announced to clients: as
 // DuckDB (or the INSERT's target columns) typed them, but timestamps in
-// milliseconds, with a zone (UTC if they had none). The Flight SQL JDBC driver's setTimestamp writes
+// milliseconds, with a zone (UTC if they had none), and times of day in
+// milliseconds. The Flight SQL JDBC driver's setTimestamp writes
 // milliseconds into whatever timestamp vector it is given, unscaled (a
 // driver bug: 12:00:00.123 bound as timestamp[ns] arrives as 00:29:27 of
 // 1970), and binds a timestamp[ms] parameter right. Clients that bind
@@ -220,6 +226,11 @@ func announcedParams(fields []arrow.Field) []arrow.Field {
 				zone = "UTC"
 			}
 			fields[i].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: zone}
+		}
+		if _, ok := f.Type.(*arrow.Time64Type); ok {
+			// The driver's setTime writes milliseconds unscaled too
+			// (12:30:00 bound as time64[us] arrived as 00:00:45).
+			fields[i].Type = arrow.FixedWidthTypes.Time32ms
 		}
 	}
 	return fields
@@ -260,10 +271,11 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 		return nil, err
 	}
 	if nparams == 0 || params.NumRows() == 1 {
-		return timed(ctx, first, cancel), nil
+		return timed(ctx, e.labeled(first, a, database), cancel), nil
 	}
 	params.Retain()
-	return timed(ctx, &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}, cancel), nil
+	rows := &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}
+	return timed(ctx, e.labeled(rows, a, database), cancel), nil
 }
 
 // runRow starts the admitted statement a with its parameters bound to row

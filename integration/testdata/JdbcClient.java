@@ -3,15 +3,20 @@ import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
 import java.sql.Statement;
+import java.util.Objects;
 import java.util.Properties;
 
 /**
  * Apron from the Arrow Flight SQL JDBC driver (what DBeaver, Tableau and
- * Superset use): connect (the driver reads GetSqlInfo), a query, a
- * prepared query with a parameter (the driver prepares every statement),
- * and metadata. Run by TestJDBC with the server's host:port; prints "ok"
- * or exits non-zero with the first wrong answer.
+ * Superset use): connect (the driver reads GetSqlInfo), what DBeaver reads
+ * at connect and when browsing (DatabaseMetaData), queries with
+ * nanosecond times, prepared queries with every setter (the driver
+ * prepares every statement), prepared INSERT with addBatch, and the
+ * ResultSetMetaData of results. Run by TestJDBC with the
+ * server's host:port; prints the driver's version, then "ok", or exits
+ * non-zero with the first wrong answer.
  */
 public class JdbcClient {
     static void check(String what, Object got, Object want) {
@@ -21,12 +26,50 @@ public class JdbcClient {
         }
     }
 
+    /**
+     * The ResultSetMetaData of SELECT time, host AS h, usage * 2 AS u2
+     * FROM jdbc.cpu: the two table columns name their table, database
+     * (the JDBC schema) and catalog, which DBeaver navigates by; the
+     * computed one names none.
+     */
+    static void checkOrigins(String what, ResultSetMetaData rm) throws Exception {
+        check(what + ": columns", rm.getColumnCount(), 3);
+        StringBuilder got = new StringBuilder();
+        for (int i = 1; i <= 3; i++) {
+            got.append(Objects.toString(rm.getCatalogName(i), "")).append('.')
+                .append(Objects.toString(rm.getSchemaName(i), "")).append('.')
+                .append(Objects.toString(rm.getTableName(i), "")).append(' ');
+        }
+        check(what + ": catalog.schema.table of each column", got.toString().trim(), "apron.jdbc.cpu apron.jdbc.cpu ..");
+        // Driver 18.3.0 reads no nullability from the Arrow schema: every
+        // column is columnNoNulls (0) whatever the server says. Either
+        // answer is taken; the line says which this driver gave.
+        String nulls = rm.isNullable(1) + " " + rm.isNullable(2) + " " + rm.isNullable(3);
+        String right = ResultSetMetaData.columnNoNulls + " " + ResultSetMetaData.columnNullable + " " + ResultSetMetaData.columnNullable;
+        String ignored = ResultSetMetaData.columnNoNulls + " " + ResultSetMetaData.columnNoNulls + " " + ResultSetMetaData.columnNoNulls;
+        if (!nulls.equals(right) && !nulls.equals(ignored)) {
+            check(what + ": isNullable", nulls, right);
+        }
+        System.out.println(what + ": isNullable " + nulls + (nulls.equals(right) ? "" : " (the driver ignores Arrow's nullability)"));
+    }
+
+    static int count(ResultSet rs) throws Exception {
+        int n = 0;
+        try (rs) {
+            while (rs.next()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     public static void main(String[] args) throws Exception {
         String url = "jdbc:arrow-flight-sql://" + args[0] + "/?useEncryption=false";
         // Each run (one per JVM time zone) inserts rows of its own host.
         String host = "inserted-" + java.util.TimeZone.getDefault().getID().replace('/', '-');
         try (Connection conn = DriverManager.getConnection(url, new Properties())) {
             DatabaseMetaData md = conn.getMetaData();
+            System.out.println("driver: " + md.getDriverName() + " " + md.getDriverVersion());
             check("product name", md.getDatabaseProductName(), "Apron");
             // DBeaver reads it at connect; an int32 SqlInfo value made the
             // driver throw ClassCastException (Integer to Long).
@@ -80,6 +123,78 @@ public class JdbcClient {
                     check("time >= a timestamp parameter", rs.getLong(1), 2);
                 }
             }
+            try (Statement st = conn.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT time, host AS h, usage * 2 AS u2 FROM jdbc.cpu LIMIT 1")) {
+                checkOrigins("executeQuery", rs.getMetaData());
+            }
+            try (PreparedStatement ps = conn.prepareStatement("SELECT time, host AS h, usage * 2 AS u2 FROM jdbc.cpu WHERE host = ?")) {
+                checkOrigins("prepareStatement", ps.getMetaData());
+                ps.setString(1, "h1");
+                try (ResultSet rs = ps.executeQuery()) {
+                    checkOrigins("prepared executeQuery", rs.getMetaData());
+                }
+            }
+            // The rest of what DBeaver reads at connect and when browsing.
+            try (ResultSet rs = md.getCatalogs()) {
+                rs.next();
+                check("catalog", rs.getString("TABLE_CAT"), "apron");
+            }
+            try (ResultSet rs = md.getSchemas(null, "jdb%")) {
+                rs.next();
+                check("schema", rs.getString("TABLE_CATALOG") + "." + rs.getString("TABLE_SCHEM"), "apron.jdbc");
+            }
+            try (ResultSet rs = md.getTableTypes()) {
+                rs.next();
+                check("table type", rs.getString("TABLE_TYPE"), "TABLE");
+            }
+            check("primary keys", count(md.getPrimaryKeys(null, "jdbc", "cpu")), 0);
+            check("imported keys", count(md.getImportedKeys(null, "jdbc", "cpu")), 0);
+            check("exported keys", count(md.getExportedKeys(null, "jdbc", "cpu")), 0);
+            check("cross reference", count(md.getCrossReference(null, "jdbc", "cpu", null, "jdbc", "cpu")), 0);
+            // Driver 18.3.0 answers getTypeInfo itself, empty (it does not
+            // ask the server's GetXdbcTypeInfo).
+            System.out.println("getTypeInfo: " + count(md.getTypeInfo()) + " rows");
+            check("identifier quote", md.getIdentifierQuoteString(), "\"");
+            check("keywords", md.getSQLKeywords().contains("QUALIFY"), true);
+            check("numeric functions", md.getNumericFunctions().contains("abs"), true);
+            check("string functions", md.getStringFunctions().contains("lower"), true);
+            check("time and date functions", md.getTimeDateFunctions().contains("date_trunc"), true);
+            check("system functions", md.getSystemFunctions().contains("version"), true);
+
+            // Nanosecond times read back exact, as UTC wall-clock times
+            // (the column is a TIMESTAMP, JDBC's wall-clock type). Outside
+            // a UTC JVM driver 18.3.0 shifts getTimestamp(i) by the JVM's
+            // offset (twice, for toInstant); getObject(i, LocalDateTime)
+            // and getTimestamp(i, a UTC Calendar).toLocalDateTime() are
+            // right in any zone.
+            java.util.Calendar utc = java.util.Calendar.getInstance(java.util.TimeZone.getTimeZone("UTC"));
+            try (Statement st = conn.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT time FROM jdbc.cpu WHERE host = 'h3' ORDER BY time LIMIT 1")) {
+                rs.next();
+                java.time.LocalDateTime want = java.time.LocalDateTime.parse("2026-11-29T00:00:00.000000003");
+                check("nanosecond time (LocalDateTime)", rs.getObject(1, java.time.LocalDateTime.class), want);
+                check("nanosecond time (Timestamp, UTC Calendar)", rs.getTimestamp(1, utc).toLocalDateTime(), want);
+                check("nanosecond time (string)", rs.getString(1), "2026-11-29 00:00:00.000000003");
+            }
+            // Every setter DBeaver's SQL editor binds: long, double,
+            // boolean, string, date, time, null (timestamps above).
+            try (PreparedStatement ps = conn.prepareStatement("SELECT count(*) FROM jdbc.cpu WHERE host NOT LIKE 'inserted-%' AND usage >= ? AND (usage <= ?) = ? AND host <> ? AND CAST(time AS DATE) = ? AND CAST(time AS TIME) < ? AND ? IS NULL")) {
+                ps.setLong(1, 100L);
+                ps.setDouble(2, 500.5);
+                ps.setBoolean(3, true);
+                ps.setString(4, "h3");
+                ps.setDate(5, java.sql.Date.valueOf("2026-11-29"));
+                // time32[ms], as announced: into time64[us] the driver
+                // wrote milliseconds unscaled (12:30:00 arrived as 00:00:45).
+                ps.setTime(6, java.sql.Time.valueOf("00:00:01"));
+                ps.setNull(7, java.sql.Types.VARCHAR);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    // usage 100..500, less the 58 of host h3.
+                    check("every setter", rs.getLong(1), 343);
+                }
+            }
+
             try (ResultSet rs = md.getTables(null, "jdbc", "%", null)) {
                 rs.next();
                 check("table", rs.getString("TABLE_NAME"), "cpu");

@@ -5,10 +5,12 @@ non-zero with a message on the first wrong answer."""
 
 import sys
 
+import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flightsql
 import pyarrow as pa
 
 uri = "grpc://" + sys.argv[1]
+print(f"versions: adbc-driver-flightsql {adbc_driver_flightsql.__version__}, pyarrow {pa.__version__}")
 n = 1000
 times = pa.array([1_700_000_000_000_000_000 + i for i in range(n)], pa.timestamp("ns"))
 table = pa.table({
