@@ -98,7 +98,11 @@ func (b *WriteBuffer) openStore() error {
 		b.kickSweep()
 	}
 	b.forgetDroppedLocked()
-	if err := st.RemoveOrphans(ctx, listed); err != nil {
+	pending, err := b.unpersistedWAL(segs)
+	if err != nil {
+		return err
+	}
+	if err := st.RemoveOrphans(ctx, listed, pending); err != nil {
 		return err
 	}
 	st.CleanTemporary(ctx)
@@ -138,6 +142,26 @@ func (b *WriteBuffer) loadStoreCatalog(ctx context.Context) error {
 	b.log.Info("loaded a newer catalog from the object store", "object", name, "version", cat.Version(), "local_version", local)
 	b.cat = cat
 	return nil
+}
+
+// unpersistedWAL is the ids of the WAL files of segments not persisted:
+// the replay persists them again.
+func (b *WriteBuffer) unpersistedWAL(segs []persist.Segment) (map[uint64]bool, error) {
+	ids, err := wal.ListSegments(b.cfg.WALFS, b.walDir)
+	if err != nil {
+		return nil, fmt.Errorf("buffer: %w", err)
+	}
+	persisted := make(map[uint64]bool, len(segs))
+	for _, s := range segs {
+		persisted[s.ID] = true
+	}
+	out := map[uint64]bool{}
+	for _, id := range ids {
+		if !persisted[id] {
+			out[id] = true
+		}
+	}
+	return out, nil
 }
 
 // removePersistedWAL deletes the WAL files of persisted segments: a crash

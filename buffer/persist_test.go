@@ -471,3 +471,62 @@ func TestPersistStoreHangs(t *testing.T) {
 		return h.LastErr == nil && h.Failures == 0 && h.Waiting == 0
 	})
 }
+
+// TestPersistResumesFinishedFiles: the Parquet files an interrupted
+// persist uploaded are kept at startup (their segment is still in the
+// WAL), and the retry counts them done instead of uploading them again.
+func TestPersistResumesFinishedFiles(t *testing.T) {
+	for k := 1; k < 40; k++ {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		inner := objstore.NewMemory()
+		faulty := objstoretest.NewFaulty(inner)
+		cfg := persistConfig(t, mem, faulty)
+		cfg.ReleasePersisted = true
+		b := openBuffer(t, cfg)
+		faulty.CrashAfter(k)
+		want := writeMixed(t, b, t0.UnixNano(), 300)
+		id := roll(t, b)
+		waitFor(t, "a crash or the persist", func() bool { return faulty.Crashed() || isPersisted(b, id) })
+		b.Close()
+		var uploaded []string
+		segmentFile := false
+		for _, op := range faulty.Log() {
+			if name, ok := strings.CutPrefix(op, "put "+persist.DBsPrefix); ok {
+				uploaded = append(uploaded, persist.DBsPrefix+name)
+			}
+			segmentFile = segmentFile || strings.HasPrefix(op, "put "+persist.SegmentsPrefix)
+		}
+		if segmentFile || !faulty.Crashed() {
+			t.Fatalf("no crash between the first Parquet upload and the segment file")
+		}
+		if len(uploaded) == 0 {
+			mem.AssertSize(t, 0)
+			continue
+		}
+		again := objstoretest.NewFaulty(inner)
+		cfg.Store = again
+		b = openBuffer(t, cfg)
+		waitAllPersisted(t, b)
+		for table, w := range want {
+			assertRows(t, viewRows(t, b, table), w)
+		}
+		checkStoreConsistent(t, b, inner)
+		// The retry's create-if-absent finds each kept file and compares
+		// it (attributes) instead of deleting it at startup and uploading
+		// it again.
+		log := strings.Join(again.Log(), "\n") + "\n"
+		for _, name := range uploaded {
+			if strings.Contains(log, "delete "+name+"\n") {
+				t.Errorf("%s, uploaded before the crash, was deleted at startup", name)
+			}
+			if !strings.Contains(log, "attributes "+name+"\n") {
+				t.Errorf("%s, uploaded before the crash, was not found done by the retry:\n%s", name, log)
+			}
+		}
+		b.Close()
+		mem.AssertSize(t, 0)
+		t.Logf("crash after %d operations: %d files uploaded before it, kept and counted done", k, len(uploaded))
+		return
+	}
+	t.Fatal("no crash found after a Parquet upload")
+}

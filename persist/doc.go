@@ -117,9 +117,11 @@
 // Store.LoadCatalog); segments/ is read (Store.LoadSegments); the buffer
 // deletes the WAL files of persisted segments (a crash between steps 3 and
 // 4), but refuses to delete one whose segment another data dir persisted
-// (its writer_id is not ours: two servers share the store); Parquet objects
-// that no segment file lists (a crash before step 3) are deleted
-// (Store.RemoveOrphans). Then the remaining WAL files are replayed: their
+// (its writer_id is not ours: two servers share the store); the
+// compaction files are applied (compaction.go); Parquet objects that no
+// listing names are deleted (Store.RemoveOrphans), but for those of
+// segments still in the WAL (a crash before step 3), which the retry of
+// their persist finds in place and counts done. Then the remaining WAL files are replayed: their
 // segments are persisted again. Persisted segments are not loaded into
 // memory, and new segment ids are above theirs.
 package persist

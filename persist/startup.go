@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apron-db/apron/objstore"
@@ -104,10 +105,14 @@ func (s *Store) LoadSegments(ctx context.Context) ([]Segment, error) {
 }
 
 // RemoveOrphans deletes the Parquet files that no segment of segs lists:
-// the uploads of a persist that crashed before its segment file. Nothing
-// reads them (readers find files through segment files only), and the
-// segment, replayed from its WAL, is persisted again.
-func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment) error {
+// the uploads of a persist that crashed before its segment file, the
+// merged file of a compaction that crashed before its compaction file,
+// the files a sweep had unlisted but not yet deleted. Nothing reads them
+// (readers find files through listings only). The files of the segments
+// in pending (still in the WAL, to be persisted again) are kept: the
+// retry finds each one it would write with the same size and CRC32C and
+// counts it done (putImmutable), instead of writing it again.
+func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) error {
 	store := s.objects
 	listed := map[string]bool{}
 	for _, seg := range segs {
@@ -124,6 +129,9 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment) error {
 	}
 	for _, o := range objs {
 		if listed[o.Name] {
+			continue
+		}
+		if seg, ok := segmentOfFile(o.Name); ok && pending[seg] {
 			continue
 		}
 		if err := s.retry(ctx, "deleting orphan "+o.Name, func() error { return store.Delete(ctx, o.Name) }); err != nil {
@@ -147,4 +155,11 @@ func (s *Store) CleanTemporary(ctx context.Context) {
 			s.log.Info("removed temporary files left in the object store by a crash", "files", n)
 		}
 	}
+}
+
+// segmentOfFile is the segment id of a persisted file's name
+// (…/<segment %020d>.parquet); false for any other name (a merged file).
+func segmentOfFile(name string) (uint64, bool) {
+	i := strings.LastIndexByte(name, '/')
+	return parseNumbered(name[i+1:], "", ".parquet")
 }

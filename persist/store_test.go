@@ -138,7 +138,9 @@ func TestStartup(t *testing.T) {
 	}
 	listed := []string{ParquetObject("db", "cpu", 1, 2), ParquetObject("db", "cpu", 1, 1)}
 	orphan := ParquetObject("db", "cpu", 1, 3)
-	for _, name := range append(slices.Clone(listed), orphan) {
+	pendingFile := ParquetObject("db", "cpu", 1, 4) // of a segment still in the WAL
+	merged := CompactedObject("db", "cpu", "1970-01-02", 7)
+	for _, name := range append(slices.Clone(listed), orphan, pendingFile, merged) {
 		put(name)
 	}
 	for i, name := range listed {
@@ -175,9 +177,10 @@ func TestStartup(t *testing.T) {
 	if len(segs) != 2 || segs[0].ID != 1 || segs[1].ID != 2 || segs[0].Files[0].URI != objects.URI(listed[1]) {
 		t.Fatalf("segments %+v", segs)
 	}
-	if err := s.RemoveOrphans(ctx, segs); err != nil {
+	if err := s.RemoveOrphans(ctx, segs, map[uint64]bool{4: true, 7: true}); err != nil {
 		t.Fatal(err)
 	}
+	listed = append(listed, pendingFile) // kept for the retry of segment 4's persist
 	objs, err := objects.List(ctx, DBsPrefix)
 	if err != nil {
 		t.Fatal(err)
