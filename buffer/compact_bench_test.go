@@ -68,55 +68,10 @@ func BenchmarkCompaction(b *testing.B) {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(DefaultGOGC))
 	}
+	wb, store, dir := persistedDays(b)
+	mem := memory.NewGoAllocator()
 	days := benchEnvInt(b, "APRON_BENCH_COMPACT_DAYS", 30)
 	rowsPer := benchEnvInt(b, "APRON_BENCH_COMPACT_ROWS", 7000)
-	dir := b.TempDir()
-	store, err := objstore.NewLocal(filepath.Join(dir, "objects"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	cfg := DefaultConfig()
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.WALSync = wal.SyncNone
-	cfg.Store = store
-	cfg.ReleasePersisted = true
-	cfg.CompactionInterval = 0
-	cfg.SegmentDuration = 24 * time.Hour
-	wb, err := Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer wb.Close()
-	mem := memory.NewGoAllocator()
-	base := t0.Truncate(24 * time.Hour)
-	for d := range days {
-		for h := range 24 {
-			rec := hourRecord(mem, base.Add(time.Duration(d*24+h)*time.Hour), (d*24+h)*rowsPer, rowsPer)
-			if _, err := wb.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			rec.Release()
-			wb.mu.Lock()
-			if err := wb.rollLocked(time.Now(), "bench"); err != nil {
-				b.Fatal(err)
-			}
-			wb.mu.Unlock()
-		}
-	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		wb.mu.Lock()
-		n := len(wb.mu.closed)
-		wb.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("segments not persisted after 10 minutes")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	byDay := map[string][]persist.File{}
 	var inBytes int64
 	filesBefore := 0
@@ -230,4 +185,120 @@ func readAll(b *testing.B, store objstore.Store, name string, mem memory.Allocat
 		out = append(out, rec)
 	}
 	return out
+}
+
+// persistedDays opens a buffer on a local store holding
+// APRON_BENCH_COMPACT_DAYS (30) days × 24 one-hour segments of the bench
+// table, APRON_BENCH_COMPACT_ROWS (7,000) rows each, all persisted and out
+// of memory.
+func persistedDays(b *testing.B) (*WriteBuffer, objstore.Store, string) {
+	days := benchEnvInt(b, "APRON_BENCH_COMPACT_DAYS", 30)
+	rowsPer := benchEnvInt(b, "APRON_BENCH_COMPACT_ROWS", 7000)
+	dir := b.TempDir()
+	store, err := objstore.NewLocal(filepath.Join(dir, "objects"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	cfg := DefaultConfig()
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.WALSync = wal.SyncNone
+	cfg.Store = store
+	cfg.ReleasePersisted = true
+	cfg.CompactionInterval = 0
+	cfg.SegmentDuration = 24 * time.Hour
+	wb, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { wb.Close() })
+	mem := memory.NewGoAllocator()
+	base := t0.Truncate(24 * time.Hour)
+	for d := range days {
+		for h := range 24 {
+			rec := hourRecord(mem, base.Add(time.Duration(d*24+h)*time.Hour), (d*24+h)*rowsPer, rowsPer)
+			if _, err := wb.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+			wb.mu.Lock()
+			if err := wb.rollLocked(time.Now(), "bench"); err != nil {
+				b.Fatal(err)
+			}
+			wb.mu.Unlock()
+		}
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		wb.mu.Lock()
+		n := len(wb.mu.closed)
+		wb.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("segments not persisted after 10 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return wb, store, dir
+}
+
+// BenchmarkIngestWhileCompacting: the rate of bulk ingest (fsynced
+// writes of 20k-row batches) with no compaction running, and while
+// the persisted files of persistedDays compact. Target (issue 13): with
+// compaction ≥ 0.8 of without.
+func BenchmarkIngestWhileCompacting(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(DefaultGOGC))
+	}
+	wb, _, _ := persistedDays(b)
+	mem := memory.NewGoAllocator()
+	const batch = 20000
+	next := 0
+	ingest := func(until func() bool, most int) (rows int, d time.Duration) {
+		start := time.Now()
+		for rows < most && !until() {
+			rec := benchRecord(mem, next, batch, 1000)
+			if _, err := wb.Write(context.Background(), "db", "load", rec, catalog.WriteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+			next += batch
+			rows += batch
+		}
+		return rows, time.Since(start)
+	}
+	never := func() bool { return false }
+	ingest(never, 200_000) // warm up
+	b.ResetTimer()
+	offRows, offTime := ingest(never, 2_000_000)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- wb.Compact(context.Background()) }()
+	finished := false
+	onRows, onTime := ingest(func() bool {
+		select {
+		case err := <-done:
+			if err != nil {
+				b.Fatal(err)
+			}
+			finished = true
+			return true
+		default:
+			return false
+		}
+	}, 1<<40)
+	if !finished {
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	off := float64(offRows) / offTime.Seconds()
+	on := float64(onRows) / onTime.Seconds()
+	b.ReportMetric(off, "rows/s_no_compaction")
+	b.ReportMetric(on, "rows/s_compacting")
+	b.ReportMetric(on/off, "compacting/none")
+	b.Logf("%d rows in %s without compaction; %d rows in %s while a compaction ran (%s in all)", offRows, offTime, onRows, onTime, time.Since(start))
 }

@@ -58,6 +58,9 @@ func (b *WriteBuffer) DropTable(db, table string, ifExists bool) (dropped bool, 
 	if err := b.ddlAllowedLocked(); err != nil {
 		return false, err
 	}
+	if err := b.cat.Snapshot().ReplaceConflict(db, table); err != nil {
+		return false, err
+	}
 	if _, ok := b.cat.Table(db, table); !ok {
 		// Nothing to roll over for; the catalog gives the answer.
 		return b.cat.DropTable(b.catPath, db, table, 0, ifExists)
@@ -80,6 +83,9 @@ func (b *WriteBuffer) DropDatabase(db string, cascade, ifExists bool) (dropped b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.ddlAllowedLocked(); err != nil {
+		return false, err
+	}
+	if err := b.cat.Snapshot().ReplaceConflict(db, ""); err != nil {
 		return false, err
 	}
 	d, ok := b.cat.Database(db)

@@ -286,6 +286,9 @@ func (b *WriteBuffer) nextToPersist() *Segment {
 	defer b.mu.Unlock()
 	for _, s := range b.mu.closed {
 		if !s.persisted {
+			if b.holdsPersistLocked(s.id) {
+				return nil // replace.go
+			}
 			return s
 		}
 	}
@@ -450,6 +453,8 @@ func (b *WriteBuffer) fullErrorLocked(used int64) error {
 			"writes resume once it succeeds", pending, failures, since.UTC().Format(time.RFC3339), lastErr)
 	case !b.cfg.ReleasePersisted && pending == 0:
 		why = "closed segments are persisted but stay in memory (release of persisted segments is off)"
+	case b.replaceHoldLocked() != "":
+		why = b.replaceHoldLocked()
 	default:
 		why = fmt.Sprintf("%d closed segments are being persisted; writes resume as they leave memory", pending)
 	}

@@ -132,6 +132,9 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 	if err := b.openStore(); err != nil {
 		return nil, err
 	}
+	if err := b.abortInterrupted(); err != nil {
+		return nil, err
+	}
 	replayed, err := b.replay()
 	if err != nil {
 		for _, s := range replayed {
@@ -211,6 +214,7 @@ type PendingWrite struct {
 	wal     *wal.Pending
 	durable bool // the WAL record was already waited for
 	res     WriteResult
+	rep     *Replace // the replace the write belongs to, nil if none
 }
 
 // Wait waits until the write's WAL record is durable, then buffers its rows.
@@ -218,6 +222,9 @@ type PendingWrite struct {
 func (p *PendingWrite) Wait() (WriteResult, error) {
 	res, err := p.wait()
 	p.b.metrics.observeWrite(res, err, time.Since(p.start))
+	if p.rep != nil {
+		p.rep.waited(err)
+	}
 	return res, err
 }
 

@@ -27,6 +27,9 @@ func (c *Catalog) Apply(ch *Change) error {
 
 // applyChange returns the snapshot after ch, or nil if ch changes nothing.
 func applyChange(s *Snapshot, ch *Change) (*Snapshot, error) {
+	if ch.Replace {
+		return applyReplacing(s, ch)
+	}
 	nextDB, nextTable := s.nextDatabaseID, s.nextTableID
 	dbChanged := false
 	d := s.databases[ch.Database]

@@ -25,7 +25,7 @@ import (
 // (it rolls the open segment over first), so a table of the same name
 // created at once never shows an old row. A drop hides every segment
 // below To (From 0); a range with a From is for rows that never became a
-// table's (an aborted replace).
+// table's (an aborted replace, replace.go).
 
 // Dropped records a dropped table, or a dropped database when Table is
 // empty.
@@ -45,10 +45,15 @@ type ColumnDef struct {
 	Type arrow.DataType
 }
 
-// Hidden says whether the rows of db.table in segment seg were dropped:
-// they are not the table the catalog has now (or will have, if it is
-// created).
+// Hidden says whether the rows of db.table in segment seg were dropped,
+// or are those of a replace in progress (replace.go): they are not the
+// table the catalog has now (or will have, if it is created).
 func (s *Snapshot) Hidden(db, table string, seg uint64) bool {
+	if len(s.replacing) > 0 {
+		if r := s.replacing[dropKey(db, table)]; r != nil && seg >= r.From {
+			return true
+		}
+	}
 	if len(s.dropped) == 0 {
 		return false
 	}
@@ -82,9 +87,9 @@ func (s *Snapshot) droppedIndex() map[string][]Dropped {
 	return s.droppedByName
 }
 
-// HasDropped says whether anything was ever dropped; readers skip the
-// per-table lookups when not.
-func (s *Snapshot) HasDropped() bool { return len(s.dropped) > 0 }
+// HasDropped says whether anything was ever dropped (or a replace is in
+// progress); readers skip the per-table lookups when not.
+func (s *Snapshot) HasDropped() bool { return len(s.dropped) > 0 || len(s.replacing) > 0 }
 
 // DroppedList is every Dropped record, oldest first.
 func (s *Snapshot) DroppedList() []Dropped { return slices.Clone(s.dropped) }
@@ -118,6 +123,9 @@ func (c *Catalog) CreateTable(path, db, table string, cols []ColumnDef, ifNotExi
 	}
 	schema := arrow.NewSchema(fields, nil)
 	return c.commitDDL(path, func(s *Snapshot) (*Snapshot, error) {
+		if err := s.ReplaceConflict(db, table); err != nil {
+			return nil, err
+		}
 		if _, ok := s.Table(db, table); ok {
 			if ifNotExists {
 				return nil, nil
@@ -136,6 +144,9 @@ func (c *Catalog) CreateTable(path, db, table string, cols []ColumnDef, ifNotExi
 // row of it (every lower one is hidden). A missing table is ErrTableNotFound unless ifExists.
 func (c *Catalog) DropTable(path, db, table string, liveFrom uint64, ifExists bool) (dropped bool, err error) {
 	return c.commitDDL(path, func(s *Snapshot) (*Snapshot, error) {
+		if err := s.ReplaceConflict(db, table); err != nil {
+			return nil, err
+		}
 		d := s.databases[db]
 		var t *Table
 		if d != nil {
@@ -166,6 +177,9 @@ func (c *Catalog) DropTable(path, db, table string, liveFrom uint64, ifExists bo
 // ErrDatabaseNotFound unless ifExists.
 func (c *Catalog) DropDatabase(path, db string, liveFrom uint64, cascade, ifExists bool) (dropped bool, err error) {
 	return c.commitDDL(path, func(s *Snapshot) (*Snapshot, error) {
+		if err := s.ReplaceConflict(db, ""); err != nil {
+			return nil, err
+		}
 		d := s.databases[db]
 		if d == nil {
 			if ifExists {
@@ -192,7 +206,7 @@ func (c *Catalog) DropDatabase(path, db string, liveFrom uint64, cascade, ifExis
 			}
 		}
 		next := newSnapshot(s.version+1, dbs, s.nextDatabaseID, s.nextTableID)
-		next.tokens = s.tokens
+		next.tokens, next.replacing = s.tokens, s.replacing
 		next.dropped = append(slices.Clip(s.dropped), Dropped{Database: db, ID: d.ID, To: liveFrom})
 		return next, nil
 	})

@@ -59,6 +59,13 @@
 // segments from from_segment to to_segment-1 are the dropped ones. CREATE and DROP are not WAL records either: like token
 // changes, they are in force once the file is written.
 //
+// Format version 4 adds "replacing" (replace.go): the replaces in
+// progress, each {"database", "table", "id" (the id the new table will
+// have), "from_segment"}; rows of that name in from_segment and later
+// segments are the replace's, hidden until it commits. A catalog is
+// written as version 4 only while a replace is in progress; beginning,
+// committing and aborting one are in force once the file is written.
+//
 // Type names are int8…int64, uint8…uint64, float32, float64, bool, string,
 // binary, timestamp (with unit s|ms|us|ns and optional time_zone), date32 and
 // date64. Unknown fields or an unknown format_version make [Load] fail:

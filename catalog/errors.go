@@ -21,6 +21,10 @@ var (
 	// has tables.
 	ErrDatabaseNotEmpty = errors.New("catalog: database not empty")
 	ErrLimitExceeded    = errors.New("catalog: limit exceeded")
+	// ErrReplaceInProgress: a write or DDL on a table (or database) that
+	// a replace (ADBC ingest mode replace) is rewriting; it may succeed
+	// once the replace has committed or aborted.
+	ErrReplaceInProgress = errors.New("catalog: replace in progress")
 	// ErrCorrupt is wrapped by Load when the catalog file cannot be decoded
 	// or violates the catalog's invariants.
 	ErrCorrupt = errors.New("corrupt catalog file")

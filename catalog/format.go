@@ -9,26 +9,37 @@ import (
 
 // formatVersion is the version of the catalog file layout described in
 // doc.go. Bump it for any change an older server could misread. Version 2
-// added tokens, version 3 drops; a catalog is written in the lowest
-// version that holds what it has (without tokens or drops, version 1,
-// byte for byte as before). A server that reads only an older version
-// refuses a newer file rather than run without its tokens or bring back
-// dropped rows.
+// added tokens, version 3 drops, version 4 replaces in progress; a
+// catalog is written in the lowest version that holds what it has
+// (without tokens or drops, version 1, byte for byte as before; version 4
+// only while a replace is in progress). A server that reads only an older
+// version refuses a newer file rather than run without its tokens, bring
+// back dropped rows or show the rows of an unfinished replace.
 const (
-	formatVersion        = 3
-	formatVersionDropped = 3
-	formatVersionTokens  = 2
-	formatVersionPlain   = 1
+	formatVersion          = 4
+	formatVersionReplacing = 4
+	formatVersionDropped   = 3
+	formatVersionTokens    = 2
+	formatVersionPlain     = 1
 )
 
 type fileCatalog struct {
-	FormatVersion  int            `json:"format_version"`
-	Version        uint64         `json:"version"`
-	NextDatabaseID uint64         `json:"next_database_id"`
-	NextTableID    uint64         `json:"next_table_id"`
-	Databases      []fileDatabase `json:"databases"`
-	Tokens         []fileToken    `json:"tokens,omitempty"`
-	Dropped        []fileDropped  `json:"dropped,omitempty"`
+	FormatVersion  int             `json:"format_version"`
+	Version        uint64          `json:"version"`
+	NextDatabaseID uint64          `json:"next_database_id"`
+	NextTableID    uint64          `json:"next_table_id"`
+	Databases      []fileDatabase  `json:"databases"`
+	Tokens         []fileToken     `json:"tokens,omitempty"`
+	Dropped        []fileDropped   `json:"dropped,omitempty"`
+	Replacing      []fileReplacing `json:"replacing,omitempty"`
+}
+
+// fileReplacing is a replace in progress (replace.go).
+type fileReplacing struct {
+	Database string `json:"database"`
+	Table    string `json:"table"`
+	ID       uint64 `json:"id"`
+	From     uint64 `json:"from_segment"`
 }
 
 // fileDropped is a Dropped record; table is absent for a database.
@@ -103,6 +114,12 @@ func encodeSnapshot(s *Snapshot) ([]byte, error) {
 		fc.FormatVersion = max(fc.FormatVersion, formatVersionDropped)
 		for _, d := range s.dropped {
 			fc.Dropped = append(fc.Dropped, fileDropped(d))
+		}
+	}
+	if len(s.replacing) > 0 {
+		fc.FormatVersion = max(fc.FormatVersion, formatVersionReplacing)
+		for _, r := range s.Replaces() {
+			fc.Replacing = append(fc.Replacing, fileReplacing(r))
 		}
 	}
 	out, err := json.MarshalIndent(fc, "", "  ")
@@ -220,6 +237,29 @@ func buildSnapshot(fc *fileCatalog) (*Snapshot, error) {
 			return nil, fmt.Errorf("dropped %q.%q: segments %d to %d is no range", fd.Database, fd.Table, fd.From, fd.To)
 		}
 		s.dropped = append(s.dropped, Dropped(fd))
+	}
+	if len(fc.Replacing) > 0 && fc.FormatVersion < formatVersionReplacing {
+		return nil, fmt.Errorf("replaces in progress in a format_version %d file", fc.FormatVersion)
+	}
+	for _, fr := range fc.Replacing {
+		if err := ValidateDatabaseName(fr.Database); err != nil {
+			return nil, err
+		}
+		if err := ValidateTableName(fr.Database, fr.Table); err != nil {
+			return nil, err
+		}
+		if fr.ID == 0 || tableIDs[fr.ID] || fr.ID >= fc.NextTableID {
+			return nil, fmt.Errorf("replace of %q.%q: id %d is zero, in use or not below next_table_id", fr.Database, fr.Table, fr.ID)
+		}
+		tableIDs[fr.ID] = true
+		k := dropKey(fr.Database, fr.Table)
+		if s.replacing[k] != nil {
+			return nil, fmt.Errorf("replace of %q.%q appears twice", fr.Database, fr.Table)
+		}
+		if s.replacing == nil {
+			s.replacing = map[string]*replacing{}
+		}
+		s.replacing[k] = &replacing{Replacing: Replacing(fr)}
 	}
 	s.tokens = make(map[string]*Token, len(fc.Tokens))
 	for _, ft := range fc.Tokens {

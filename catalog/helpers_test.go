@@ -66,7 +66,7 @@ func checkErr(t testing.TB, err, want error, fragments ...string) {
 
 var sentinels = []error{
 	ErrInvalidName, ErrInvalidSchema, ErrUnsupportedType, ErrTypeMismatch,
-	ErrTableNotFound, ErrDatabaseNotFound, ErrTableExists, ErrLimitExceeded, ErrCorrupt,
+	ErrTableNotFound, ErrDatabaseNotFound, ErrTableExists, ErrLimitExceeded, ErrCorrupt, ErrReplaceInProgress,
 }
 
 // colSummary renders columns as "name:type" for compact comparisons.

@@ -30,6 +30,11 @@ type WriteOptions struct {
 	// modes and limits (which may have been lowered since) are not checked
 	// again. Types still are.
 	Replay bool
+	// Replace is the id (Replacing.ID) of the replace in progress the
+	// write belongs to: it goes to the replace's new table, not to the
+	// table of that name now (replace.go). 0: an ordinary write, which a
+	// replace of its table in progress refuses.
+	Replace uint64
 }
 
 // Change is what a write would do to the catalog. A nil *Change means the
@@ -43,4 +48,7 @@ type Change struct {
 	// first-seen order. For a new table they are all its columns, time
 	// first. IDs are assigned by Apply; the ID field is ignored here.
 	NewColumns []Column
+	// Replace: the change is to the new table of the replace in progress
+	// of Database.Table (replace.go), which NewTable creates.
+	Replace bool
 }

@@ -20,6 +20,17 @@ func planWrite(s *Snapshot, lim Limits, db, table string, schema *arrow.Schema, 
 	if schema == nil {
 		return nil, newError(ErrInvalidSchema, "catalog: db %s table %s: write has no schema", quoteName(db), quoteName(table))
 	}
+	if len(s.replacing) > 0 || opts.Replace != 0 {
+		r := s.replacing[dropKey(db, table)]
+		switch {
+		case r != nil && r.ID == opts.Replace:
+			return planReplacing(r, lim, schema)
+		case r != nil:
+			return nil, replaceConflict(r)
+		case opts.Replace != 0:
+			return nil, notReplacing(db, table)
+		}
+	}
 	d := s.databases[db]
 	if d != nil {
 		if t := d.Tables[table]; t != nil {
@@ -105,24 +116,9 @@ func planCreate(s *Snapshot, d *Database, lim Limits, db, table string, schema *
 	if err := ValidateTableName(db, table); err != nil {
 		return nil, err
 	}
-	// SQL names are case-insensitive: a database or table whose name
-	// differs from another's only in case could not be told apart in a
-	// query.
 	if !opts.Replay {
-		if d == nil {
-			for _, o := range s.sorted {
-				if strings.EqualFold(o.Name, db) {
-					return nil, newError(ErrInvalidName, "catalog: database %s differs from the existing database %s only in case, and SQL does not tell them apart; write to %s",
-						quoteName(db), quoteName(o.Name), quoteName(o.Name))
-				}
-			}
-		} else {
-			for _, o := range d.Tables {
-				if strings.EqualFold(o.Name, table) {
-					return nil, newError(ErrInvalidName, "catalog: db %s: table %s differs from the existing table %s only in case, and SQL does not tell them apart; write to %s",
-						quoteName(db), quoteName(table), quoteName(o.Name), quoteName(o.Name))
-				}
-			}
+		if err := caseCollisionOf(s, d, db, table); err != nil {
+			return nil, err
 		}
 	}
 	if !opts.Replay && opts.IfNotExists == FailIfNotExists {
@@ -133,19 +129,50 @@ func planCreate(s *Snapshot, d *Database, lim Limits, db, table string, schema *
 		return nil, err
 	}
 	if !opts.Replay {
-		if d == nil && len(s.databases) >= lim.MaxDatabases {
-			return nil, newError(ErrLimitExceeded, "catalog: limit of %d databases reached (--max-databases); database %s not created",
-				lim.MaxDatabases, quoteName(db))
-		}
-		if s.numTables >= lim.MaxTables {
-			return nil, newError(ErrLimitExceeded, "catalog: limit of %d tables reached (--max-tables); table %s not created in database %s",
-				lim.MaxTables, quoteName(table), quoteName(db))
+		if err := newTableLimits(s, d, lim, db, table); err != nil {
+			return nil, err
 		}
 		if len(cols) > lim.MaxColumnsPerTable {
 			return nil, columnLimit(lim, db, table, len(cols))
 		}
 	}
 	return &Change{Database: db, NewDatabase: d == nil, Table: table, NewTable: true, NewColumns: cols}, nil
+}
+
+// caseCollisionOf refuses a new db.table (d: its database, nil if new)
+// whose name differs from an existing one's only in case: SQL names are
+// case-insensitive, so a query could not tell them apart.
+func caseCollisionOf(s *Snapshot, d *Database, db, table string) error {
+	if d == nil {
+		for _, o := range s.sorted {
+			if strings.EqualFold(o.Name, db) && o.Name != db {
+				return newError(ErrInvalidName, "catalog: database %s differs from the existing database %s only in case, and SQL does not tell them apart; write to %s",
+					quoteName(db), quoteName(o.Name), quoteName(o.Name))
+			}
+		}
+		return nil
+	}
+	for _, o := range d.Tables {
+		if strings.EqualFold(o.Name, table) && o.Name != table {
+			return newError(ErrInvalidName, "catalog: db %s: table %s differs from the existing table %s only in case, and SQL does not tell them apart; write to %s",
+				quoteName(db), quoteName(table), quoteName(o.Name), quoteName(o.Name))
+		}
+	}
+	return nil
+}
+
+// newTableLimits checks --max-databases and --max-tables for a new
+// db.table (d: its database, nil if new).
+func newTableLimits(s *Snapshot, d *Database, lim Limits, db, table string) error {
+	if d == nil && len(s.databases) >= lim.MaxDatabases {
+		return newError(ErrLimitExceeded, "catalog: limit of %d databases reached (--max-databases); database %s not created",
+			lim.MaxDatabases, quoteName(db))
+	}
+	if s.numTables >= lim.MaxTables {
+		return newError(ErrLimitExceeded, "catalog: limit of %d tables reached (--max-tables); table %s not created in database %s",
+			lim.MaxTables, quoteName(table), quoteName(db))
+	}
+	return nil
 }
 
 // newTableColumns turns a batch schema into the columns of a new table:

@@ -30,6 +30,10 @@ type Snapshot struct {
 	// droppedByName indexes dropped, made on first use (Hidden).
 	droppedOnce   sync.Once
 	droppedByName map[string][]Dropped
+
+	// replacing are the replaces in progress by dropKey (replace.go);
+	// shared between snapshots until a replace change copies the map.
+	replacing map[string]*replacing
 }
 
 func emptySnapshot() *Snapshot {
@@ -56,7 +60,7 @@ func (s *Snapshot) withDatabase(d *Database, nextDB, nextTable uint64) *Snapshot
 	}
 	dbs[d.Name] = d
 	next := newSnapshot(s.version+1, dbs, nextDB, nextTable)
-	next.tokens, next.dropped = s.tokens, s.dropped
+	next.tokens, next.dropped, next.replacing = s.tokens, s.dropped, s.replacing
 	return next
 }
 

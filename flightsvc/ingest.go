@@ -33,6 +33,9 @@ type writeStream struct {
 	ack       func(buffer.WriteResult, int64) error
 	who       *auth.Principal
 	call      *call // counts the rows received
+	// rep is the replace the stream writes (replace), nil for an
+	// ordinary stream.
+	rep *buffer.Replace
 
 	pending chan *buffer.PendingWrite
 	done    chan struct{} // closed when the waiter has returned
@@ -69,6 +72,8 @@ func (w *writeStream) wait() {
 			if w.ack != nil {
 				err = w.ack(res, w.total)
 			}
+		} else if w.rep != nil {
+			err = fmt.Errorf("database %q table %q: a batch failed: %w", w.db, w.table, err)
 		} else {
 			err = fmt.Errorf("database %q table %q: %d rows of this stream written before a batch failed: %w", w.db, w.table, w.total, err)
 		}
@@ -97,7 +102,13 @@ func (w *writeStream) submit(rec arrow.RecordBatch) error {
 		w.mu.Unlock()
 		return errStreamFailed
 	}
-	p, err := w.s.wb.Submit(w.ctx, w.db, w.table, rec, w.opts)
+	var p *buffer.PendingWrite
+	var err error
+	if w.rep != nil {
+		p, err = w.rep.Submit(w.ctx, rec)
+	} else {
+		p, err = w.s.wb.Submit(w.ctx, w.db, w.table, rec, w.opts)
+	}
 	w.mu.Unlock()
 	if err != nil {
 		return err
@@ -123,6 +134,9 @@ func (w *writeStream) rejected(err error) (int64, error) {
 	n, werr := w.finish()
 	if werr != nil || errors.Is(err, errStreamFailed) {
 		return n, werr
+	}
+	if w.rep != nil {
+		return n, fmt.Errorf("database %q table %q: batch %d rejected: %w", w.db, w.table, w.batches+1, err)
 	}
 	return n, fmt.Errorf("database %q table %q: batch %d rejected, %d rows of this stream written before it: %w",
 		w.db, w.table, w.batches+1, n, err)
@@ -169,6 +183,41 @@ func (s *SQLServer) ingest(ctx context.Context, db, table string, opts catalog.W
 		return 0, err
 	}
 	return s.newWriteStream(ctx, db, table, opts, nil).run(rdr)
+}
+
+// replace writes every batch of a stream as the whole new content of
+// db.table (Flight SQL if_exists REPLACE, ADBC ingest mode replace; see
+// buffer/replace.go): readers see the old table until every batch is
+// durable and the stream has ended, then the new one, with the batches'
+// columns. A stream that fails, or a client that goes away before the
+// end, leaves the table as it was: the error says so, and no row of the
+// stream stays. Without a table, ifNotExists says whether the replace
+// creates it.
+func (s *SQLServer) replace(ctx context.Context, db, table string, ifNotExists catalog.IfNotExists, rdr flight.MessageReader) (int64, error) {
+	callFrom(ctx).setDatabase(db)
+	if err := auth.FromContext(ctx).Write(db); err != nil {
+		return 0, err
+	}
+	rep, err := s.wb.BeginReplace(db, table, ifNotExists)
+	if err != nil {
+		return 0, err
+	}
+	w := s.newWriteStream(ctx, db, table, catalog.WriteOptions{}, nil)
+	w.rep = rep
+	n, err := w.run(rdr)
+	if err == nil {
+		// The client may have given up after its last batch: it would
+		// not learn that the table changed.
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = rep.Commit()
+	}
+	if err != nil {
+		rep.Abort()
+		return 0, fmt.Errorf("replace of table %q in database %q aborted after %d rows: the table is as it was, and no row of the stream is kept: %w", table, db, n, err)
+	}
+	return n, nil
 }
 
 // ingestAcked is ingest for clients that may wait for each batch's

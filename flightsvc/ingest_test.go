@@ -30,6 +30,13 @@ import (
 // write buffer whose WAL writes through fsys (fault injection).
 func startInProcess(t *testing.T, fsys wal.FS) string {
 	t.Helper()
+	addr, _ := startInProcessBuffer(t, fsys)
+	return addr
+}
+
+// startInProcessBuffer is startInProcess that also gives the write buffer.
+func startInProcessBuffer(t *testing.T, fsys wal.FS) (string, *buffer.WriteBuffer) {
+	t.Helper()
 	cfg := buffer.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.WALFS = fsys
@@ -60,7 +67,7 @@ func startInProcess(t *testing.T, fsys wal.FS) string {
 		eng.Close()
 		wb.Close()
 	})
-	return lis.Addr().String()
+	return lis.Addr().String(), wb
 }
 
 // openPathPut opens a plain Flight DoPut into db.t, under a 30 s deadline

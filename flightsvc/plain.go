@@ -131,7 +131,11 @@ func (s *Service) tableInfo(ctx context.Context, d *flight.FlightDescriptor, db,
 	if err := auth.FromContext(ctx).Read(db); err != nil {
 		return nil, err
 	}
-	t, ok := s.sql.wb.Catalog().Table(db, table)
+	// The table as the View has it (a replace may make another of the
+	// name at any time).
+	v := s.sql.wb.View()
+	defer v.Release()
+	t, ok := v.Catalog().Table(db, table)
 	if !ok {
 		return nil, fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, table, db)
 	}
@@ -142,8 +146,6 @@ func (s *Service) tableInfo(ctx context.Context, d *flight.FlightDescriptor, db,
 		TotalBytes:       -1,
 	}
 	owner := auth.FromContext(ctx).ID()
-	v := s.sql.wb.View()
-	defer v.Release()
 	lo = max(lo, v.Cutoff(db)) // expired rows are not the table's (retention.go)
 	bounded := lo != math.MinInt64 || hi != math.MaxInt64
 	for _, seg := range v.Buffered {
@@ -204,12 +206,12 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 	if err := who.Read(t.Database); err != nil {
 		return err
 	}
-	tbl, ok := s.sql.wb.Catalog().Table(t.Database, t.Table)
+	v := s.sql.wb.View()
+	defer v.Release()
+	tbl, ok := v.Catalog().Table(t.Database, t.Table)
 	if !ok {
 		return fmt.Errorf("%w: table %q in database %q", catalog.ErrTableNotFound, t.Table, t.Database)
 	}
-	v := s.sql.wb.View()
-	defer v.Release()
 	var seg *buffer.Segment
 	for _, b := range v.Buffered {
 		if b.ID() == t.SegmentId {

@@ -114,36 +114,40 @@ func (s *SQLServer) Close() {
 
 // DoPutCommandStatementIngest is ADBC's bulk ingest (adbc_ingest).
 func (s *SQLServer) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.StatementIngest, rdr flight.MessageReader) (int64, error) {
-	db, opts, err := ingestTarget(ctx, cmd)
+	db, opts, replace, err := ingestTarget(ctx, cmd)
 	if err != nil {
 		return 0, statusOf(err)
+	}
+	if replace {
+		n, err := s.replace(ctx, db, cmd.GetTable(), opts.IfNotExists, rdr)
+		return n, statusOf(err)
 	}
 	n, err := s.ingest(ctx, db, cmd.GetTable(), opts, rdr)
 	return n, statusOf(err)
 }
 
 // ingestTarget reads the database and the table definition options of an
-// ingest command.
-func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (string, catalog.WriteOptions, error) {
-	var opts catalog.WriteOptions
+// ingest command; replace is if_exists REPLACE (opts.IfNotExists still
+// says what to do without a table).
+func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (db string, opts catalog.WriteOptions, replace bool, err error) {
 	if c := cmd.GetCatalog(); c != "" && c != CatalogName {
-		return "", opts, fmt.Errorf("%w: catalog %q does not exist; the only catalog is %q", errNotFound, c, CatalogName)
+		return "", opts, false, fmt.Errorf("%w: catalog %q does not exist; the only catalog is %q", errNotFound, c, CatalogName)
 	}
 	if cmd.GetTemporary() {
-		return "", opts, fmt.Errorf("%w: temporary tables are not supported", errUnsupported)
+		return "", opts, false, fmt.Errorf("%w: temporary tables are not supported", errUnsupported)
 	}
 	if len(cmd.GetTransactionId()) > 0 {
-		return "", opts, fmt.Errorf("%w: transactions are not supported; ingest without a transaction id", errUnsupported)
+		return "", opts, false, fmt.Errorf("%w: transactions are not supported; ingest without a transaction id", errUnsupported)
 	}
 	if cmd.GetTable() == "" {
-		return "", opts, fmt.Errorf("%w: no table named: set the ingest target table", errInvalidRequest)
+		return "", opts, false, fmt.Errorf("%w: no table named: set the ingest target table", errInvalidRequest)
 	}
-	db := cmd.GetSchema()
+	db = cmd.GetSchema()
 	if db == "" {
 		db = currentDatabase(ctx)
 	}
 	if db == "" {
-		return "", opts, fmt.Errorf("%w: no database named: set the ingest target db schema (ADBC option adbc.ingest.target_db_schema), send a %q header or set the session option %q", errInvalidRequest, "database", sessionSchema)
+		return "", opts, false, fmt.Errorf("%w: no database named: set the ingest target db schema (ADBC option adbc.ingest.target_db_schema), send a %q header or set the session option %q", errInvalidRequest, "database", sessionSchema)
 	}
 	tdo := cmd.GetTableDefinitionOptions()
 	switch tdo.GetIfNotExist() {
@@ -152,7 +156,7 @@ func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (string, c
 	case flightsql.TableDefinitionOptionsTableNotExistOptionFail:
 		opts.IfNotExists = catalog.FailIfNotExists
 	default:
-		return "", opts, fmt.Errorf("%w: unknown if_not_exist option %d", errInvalidRequest, tdo.GetIfNotExist())
+		return "", opts, false, fmt.Errorf("%w: unknown if_not_exist option %d", errInvalidRequest, tdo.GetIfNotExist())
 	}
 	switch tdo.GetIfExists() {
 	case flightsql.TableDefinitionOptionsTableExistsOptionUnspecified, flightsql.TableDefinitionOptionsTableExistsOptionFail:
@@ -160,11 +164,11 @@ func ingestTarget(ctx context.Context, cmd flightsql.StatementIngest) (string, c
 	case flightsql.TableDefinitionOptionsTableExistsOptionAppend:
 		opts.IfExists = catalog.AppendIfExists
 	case flightsql.TableDefinitionOptionsTableExistsOptionReplace:
-		return "", opts, fmt.Errorf("%w: if_exists REPLACE (ADBC ingest mode replace) is not supported yet; use append or create_append", errUnsupported)
+		replace = true
 	default:
-		return "", opts, fmt.Errorf("%w: unknown if_exists option %d", errInvalidRequest, tdo.GetIfExists())
+		return "", opts, false, fmt.Errorf("%w: unknown if_exists option %d", errInvalidRequest, tdo.GetIfExists())
 	}
-	return db, opts, nil
+	return db, opts, replace, nil
 }
 
 func emptyColumns(mem memory.Allocator, sc *arrow.Schema) []arrow.Array {

@@ -38,6 +38,7 @@ var codeRules = []struct {
 	{catalog.ErrTableExists, codes.AlreadyExists},
 	{catalog.ErrDatabaseExists, codes.AlreadyExists},
 	{catalog.ErrDatabaseNotEmpty, codes.FailedPrecondition},
+	{catalog.ErrReplaceInProgress, codes.Aborted},
 	{catalog.ErrLimitExceeded, codes.ResourceExhausted},
 	{buffer.ErrBufferFull, codes.ResourceExhausted},
 	{errUnsupported, codes.Unimplemented},

@@ -62,10 +62,16 @@ func TestIngestModes(t *testing.T) {
 			}
 		}
 	})
-	t.Run("replace fails Unimplemented", func(t *testing.T) {
-		for _, tbl := range []string{"t", "new_by_replace"} {
-			_, err := adbcIngest(ctx, cn, "modes", tbl, adbc.OptionValueIngestModeReplace, r1)
-			wantADBC(t, err, adbc.StatusNotImplemented, "REPLACE")
+	t.Run("replace", func(t *testing.T) {
+		// modes.r is 10 rows, then replaced by 5; new_by_replace is made.
+		if _, err := adbcIngest(ctx, cn, "modes", "r", adbc.OptionValueIngestModeCreate, r0); err != nil {
+			t.Fatal(err)
+		}
+		for _, tbl := range []string{"r", "new_by_replace"} {
+			n, err := adbcIngest(ctx, cn, "modes", tbl, adbc.OptionValueIngestModeReplace, r1)
+			if err != nil || n != 5 {
+				t.Fatalf("replace into %s: got (%d, %v), want (5, nil)", tbl, n, err)
+			}
 		}
 	})
 	t.Run("no database", func(t *testing.T) {
@@ -76,6 +82,8 @@ func TestIngestModes(t *testing.T) {
 		return
 	}
 	want := "modes.ca (time:timestamp[ns], id:int64, value:float64, tag:utf8) rows=5\n" +
+		"modes.new_by_replace (time:timestamp[ns], id:int64, value:float64, tag:utf8) rows=5\n" +
+		"modes.r (time:timestamp[ns], id:int64, value:float64, tag:utf8) rows=5\n" +
 		"modes.t (time:timestamp[ns], id:int64, value:float64, tag:utf8) rows=20"
 	if got := catalogState(t, srv.Addr); got != want {
 		t.Errorf("catalog:\n%s\nwant:\n%s", got, want)

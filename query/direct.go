@@ -470,6 +470,12 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 		return nil
 	}
 	view := e.wb.View()
+	if t, ok := view.Catalog().Table(d.table.Database, d.table.Name); !ok || t.ID != d.table.ID {
+		// Dropped or replaced since the statement was parsed: DuckDB
+		// binds it again.
+		view.Release()
+		return nil
+	}
 	if straddlesCutoff(view, buffer.TableKey{Database: d.table.Database, Table: d.table.Name}) {
 		view.Release()
 		return nil // retention.go

@@ -135,11 +135,26 @@ func (e *Engine) bind(info duck.BindInfo) error {
 	duck.DestroyValue(&v0)
 	duck.DestroyValue(&v1)
 	duck.DestroyValue(&v2)
+	var cc duck.ClientContext
+	duck.TableFunctionGetClientContext(info, &cc)
+	id := uint64(duck.ClientContextGetConnectionId(cc))
+	duck.DestroyClientContext(&cc)
+	var qs *queryState
+	if v, ok := e.qstate.Load(id); ok {
+		qs = v.(*queryState)
+	}
 	var fields []arrow.Field
 	if st, ok := systemTables[table]; ok && db == SystemSchema {
 		fields = st.schema.Fields()
 	} else {
-		t, ok := e.wb.Catalog().Table(db, table)
+		// The table as the query's View has it: its chunks and files are
+		// of that table (a replace or a drop since may have made another
+		// of the name).
+		snap := e.wb.Catalog().Snapshot()
+		if qs != nil && qs.view != nil {
+			snap = qs.view.Catalog()
+		}
+		t, ok := snap.Table(db, table)
 		if !ok {
 			return fmt.Errorf("table %q.%q does not exist", db, table)
 		}
@@ -171,12 +186,8 @@ func (e *Engine) bind(info duck.BindInfo) error {
 	}
 	bd := &bindData{e: e, key: buffer.TableKey{Database: db, Table: table}, bounds: allTime}
 	bd.fields = fields
-	var cc duck.ClientContext
-	duck.TableFunctionGetClientContext(info, &cc)
-	id := uint64(duck.ClientContextGetConnectionId(cc))
-	duck.DestroyClientContext(&cc)
-	if qs, ok := e.qstate.Load(id); ok {
-		bd.qs = qs.(*queryState)
+	if qs != nil {
+		bd.qs = qs
 		bd.bounds = bd.qs.boundsOf(bd.key)
 	}
 	// A client's statement reads the databases it was admitted with, and
