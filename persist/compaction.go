@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/apron-db/apron/objstore"
 )
@@ -144,40 +143,20 @@ func (seg Segment) Listing() string {
 // LoadCompactions reads every compaction file, in generation order, with
 // the files' URIs filled in.
 func (s *Store) LoadCompactions(ctx context.Context) ([]Compaction, error) {
-	store := s.objects
-	var objs []objstore.ObjectInfo
-	if err := s.retry(ctx, "listing compaction files", func() (err error) {
-		objs, err = store.List(ctx, CompactionsPrefix)
-		return err
-	}); err != nil {
-		return nil, err
-	}
 	var out []Compaction
-	for _, o := range objs {
-		if _, ok := parseNumbered(o.Name, CompactionsPrefix, ".json"); !ok {
-			s.log.Warn("ignoring an unexpected object among compaction files", "object", o.Name)
-			continue
-		}
-		var data []byte
-		if err := s.retry(ctx, "reading "+o.Name, func() error {
-			r, err := store.Get(ctx, o.Name)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			data, err = io.ReadAll(r)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		c, err := DecodeCompactionFile(o.Name, data)
+	err := s.readListings(ctx, CompactionsPrefix, "compaction files", func(name string, data []byte) error {
+		c, err := DecodeCompactionFile(name, data)
 		if err != nil {
-			return nil, fmt.Errorf("persist: %w", err)
+			return err
 		}
 		for i := range c.Files {
-			c.Files[i].URI = store.URI(c.Files[i].Path)
+			c.Files[i].URI = s.objects.URI(c.Files[i].Path)
 		}
 		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Compaction) int { return cmp.Compare(a.Generation, b.Generation) })
 	for _, c := range out {
@@ -249,8 +228,3 @@ func (s *Store) RewriteListing(ctx context.Context, seg Segment) error {
 
 // errCompactionInput is wrapped when an input file cannot be read.
 var errCompactionInput = errors.New("persist: compaction input")
-
-func isCompacted(path string) bool {
-	i := strings.LastIndexByte(path, '/')
-	return i >= 0 && strings.HasPrefix(path[i+1:], "c")
-}

@@ -65,18 +65,40 @@ func (s *Store) LoadCatalog(ctx context.Context, path string, local uint64) (str
 // URIs filled in. A segment file that cannot be read is an error
 // (ErrSegmentFile): startup must not guess which WAL files it covers.
 func (s *Store) LoadSegments(ctx context.Context) ([]Segment, error) {
-	store := s.objects
-	var objs []objstore.ObjectInfo
-	if err := s.retry(ctx, "listing segment files", func() (err error) {
-		objs, err = store.List(ctx, SegmentsPrefix)
-		return err
-	}); err != nil {
+	var segs []Segment
+	err := s.readListings(ctx, SegmentsPrefix, "segment files", func(name string, data []byte) error {
+		seg, err := DecodeSegmentFile(name, data)
+		if err != nil {
+			return err
+		}
+		for i := range seg.Files {
+			seg.Files[i].URI = s.objects.URI(seg.Files[i].Path)
+		}
+		segs = append(segs, seg)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	var segs []Segment
+	slices.SortFunc(segs, func(x, y Segment) int { return cmp.Compare(x.ID, y.ID) })
+	return segs, nil
+}
+
+// readListings reads every object <prefix><%020d>.json (segment files,
+// compaction files: what is called what in logs), in name order, and
+// hands each to decode; an error of decode fails it.
+func (s *Store) readListings(ctx context.Context, prefix, what string, decode func(name string, data []byte) error) error {
+	store := s.objects
+	var objs []objstore.ObjectInfo
+	if err := s.retry(ctx, "listing "+what, func() (err error) {
+		objs, err = store.List(ctx, prefix)
+		return err
+	}); err != nil {
+		return err
+	}
 	for _, o := range objs {
-		if _, ok := parseNumbered(o.Name, SegmentsPrefix, ".json"); !ok {
-			s.log.Warn("ignoring an unexpected object among segment files", "object", o.Name)
+		if _, ok := parseNumbered(o.Name, prefix, ".json"); !ok {
+			s.log.Warn("ignoring an unexpected object among "+what, "object", o.Name)
 			continue
 		}
 		var data []byte
@@ -89,19 +111,13 @@ func (s *Store) LoadSegments(ctx context.Context) ([]Segment, error) {
 			data, err = io.ReadAll(r)
 			return err
 		}); err != nil {
-			return nil, err
+			return err
 		}
-		seg, err := DecodeSegmentFile(o.Name, data)
-		if err != nil {
-			return nil, fmt.Errorf("persist: %w", err)
+		if err := decode(o.Name, data); err != nil {
+			return fmt.Errorf("persist: %w", err)
 		}
-		for i := range seg.Files {
-			seg.Files[i].URI = store.URI(seg.Files[i].Path)
-		}
-		segs = append(segs, seg)
 	}
-	slices.SortFunc(segs, func(x, y Segment) int { return cmp.Compare(x.ID, y.ID) })
-	return segs, nil
+	return nil
 }
 
 // RemoveOrphans deletes the Parquet files that no segment of segs lists:
