@@ -38,6 +38,10 @@ type persistState struct {
 	drainOnce sync.Once
 	// current is the id of the segment being persisted, 0 if none.
 	current atomic.Uint64
+	// kept are the Parquet files of segments still in the WAL at startup,
+	// by segment (persist.Store.RemoveOrphans): the persist of such a
+	// segment deletes those it did not write. The persister's.
+	kept map[uint64][]string
 	// abandoned: FinishPersist's deadline passed with the cancelled
 	// persister still running (in an encoding that stops only at its next
 	// write). Close then does not wait for it, nor unlock the data dir,
@@ -102,7 +106,7 @@ func (b *WriteBuffer) openStore() error {
 	if err != nil {
 		return err
 	}
-	if err := st.RemoveOrphans(ctx, listed, pending); err != nil {
+	if b.persist.kept, err = st.RemoveOrphans(ctx, listed, pending); err != nil {
 		return err
 	}
 	st.CleanTemporary(ctx)
@@ -590,6 +594,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	}); err != nil {
 		return err
 	}
+	b.dropKeptFiles(ctx, seg.id, files)
 	b.notePersistOK()
 	var size int64
 	for _, f := range files {
@@ -796,4 +801,26 @@ func (s *Segment) noteSequence(seq uint64) {
 		s.firstSeq = seq
 	}
 	s.lastSeq = seq
+}
+
+// dropKeptFiles deletes the files an interrupted persist of segment id had
+// uploaded that its retry did not write (their rows dropped or expired
+// since): no listing names them, so no reader can have them. A failure is
+// logged; the next startup deletes them as orphans.
+func (b *WriteBuffer) dropKeptFiles(ctx context.Context, id uint64, written []persist.File) {
+	kept := b.persist.kept[id]
+	if len(kept) == 0 {
+		return
+	}
+	delete(b.persist.kept, id)
+	for _, name := range kept {
+		if slices.ContainsFunc(written, func(f persist.File) bool { return f.Path == name }) {
+			continue
+		}
+		if err := b.persist.store.DeleteFile(ctx, name); err != nil {
+			b.log.Warn("deleting a file an interrupted persist left failed; the next start deletes it", "object", name, "err", err)
+			continue
+		}
+		b.log.Info("deleted a file an interrupted persist left, which its retry did not write", "object", name)
+	}
 }

@@ -41,7 +41,9 @@ import (
 // on while the replace runs (its rows may yet be hidden, and persisted
 // files are not), so a replace keeps what is written meanwhile, of every
 // table, in memory until it is over: a replace larger than what
-// MemLimit leaves fails with ErrBufferFull, and aborts.
+// MemLimit leaves fails with ErrBufferFull, and aborts; so does a replace
+// when any write is refused at MemLimit while it holds segments
+// (shedReplacesLocked): one stream cannot keep every writer refused.
 
 // Replace is a replace in progress. Its writes go through Submit; then
 // Commit or Abort ends it (Abort after a failed Commit).
@@ -77,7 +79,12 @@ func (b *WriteBuffer) BeginReplace(db, table string, ifNotExists catalog.IfNotEx
 		return nil, err
 	}
 	b.log.Info("replace begun", "database", db, "table", table, "from_segment", from, "new_table_id", r.ID)
-	return &Replace{b: b, r: r}, nil
+	rep := &Replace{b: b, r: r}
+	if b.mu.replaces == nil {
+		b.mu.replaces = map[*Replace]bool{}
+	}
+	b.mu.replaces[rep] = true
+	return rep, nil
 }
 
 // Replacing is what the catalog records of the replace.
@@ -92,7 +99,11 @@ var errReplaceOver = errors.New("buffer: the replace is over")
 func (r *Replace) Submit(ctx context.Context, rec arrow.RecordBatch) (*PendingWrite, error) {
 	r.mu.Lock()
 	if r.mu.over {
+		failed := r.mu.failed
 		r.mu.Unlock()
+		if failed != nil {
+			return nil, fmt.Errorf("%w: database %q table %q: %w", errReplaceOver, r.r.Database, r.r.Table, failed)
+		}
 		return nil, fmt.Errorf("%w: database %q table %q", errReplaceOver, r.r.Database, r.r.Table)
 	}
 	r.mu.inflight++
@@ -124,6 +135,8 @@ func (r *Replace) Commit() error {
 	over, inflight, failed := r.mu.over, r.mu.inflight, r.mu.failed
 	r.mu.Unlock()
 	switch {
+	case over && failed != nil:
+		return fmt.Errorf("%w: database %q table %q: %w", errReplaceOver, r.r.Database, r.r.Table, failed)
 	case over:
 		return fmt.Errorf("%w: database %q table %q", errReplaceOver, r.r.Database, r.r.Table)
 	case inflight > 0:
@@ -148,6 +161,7 @@ func (r *Replace) Commit() error {
 	r.mu.Lock()
 	r.mu.over = true
 	r.mu.Unlock()
+	delete(b.mu.replaces, r)
 	b.log.Info("replace committed", "database", r.r.Database, "table", r.r.Table, "from_segment", r.r.From, "table_id", r.r.ID)
 	b.forgetDroppedLocked() // the old table's persisted files
 	b.kickPersister()
@@ -157,16 +171,51 @@ func (r *Replace) Commit() error {
 // Abort ends the replace without a trace: its rows are hidden for good,
 // the table is as it was. Idempotent; a no-op after Commit.
 func (r *Replace) Abort() {
-	r.mu.Lock()
-	if r.mu.over {
-		r.mu.Unlock()
+	if !r.end(nil) {
 		return
 	}
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	r.abortLocked()
+}
+
+// end marks the replace over, with why (nil: ended by its stream) as the
+// error its later calls get; false if it already was.
+func (r *Replace) end(why error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.over {
+		return false
+	}
 	r.mu.over = true
-	r.mu.Unlock()
+	if why != nil && r.mu.failed == nil {
+		r.mu.failed = why
+	}
+	return true
+}
+
+// shedReplacesLocked aborts the replaces in progress when a write is
+// refused at MemLimit while they keep segments from being persisted: one
+// client's replace must not leave every other writer refused for as long
+// as its stream stays open. The replace's stream gets full (the reason)
+// at its next call.
+func (b *WriteBuffer) shedReplacesLocked(full error) {
+	if b.replaceHoldLocked() == "" {
+		return
+	}
+	for r := range b.mu.replaces {
+		why := fmt.Errorf("%w (the replace of %s.%s was aborted to let persistence free memory: what was written while it ran reached the limit; send less at once, or raise --buffer-mem-limit)",
+			full, r.r.Database, r.r.Table)
+		if r.end(why) {
+			r.abortLocked()
+		}
+	}
+}
+
+// abortLocked records the abort; the replace is over already.
+func (r *Replace) abortLocked() {
 	b := r.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	delete(b.mu.replaces, r)
 	args := []any{"database", r.r.Database, "table", r.r.Table, "from_segment", r.r.From}
 	if err := b.ddlAllowedLocked(); err != nil {
 		// The catalog file still has the replace: the next start aborts it.

@@ -660,3 +660,46 @@ func copyDir(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplaceShedAtMemLimit: a replace keeps what is written while it
+// runs from being persisted; when that reaches MemLimit, the replace is
+// aborted (its stream gets the reason) rather than every writer refused
+// for as long as the replace's stream stays open, and writes resume once
+// persistence frees memory.
+func TestReplaceShedAtMemLimit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cfg := persistConfig(t, mem, objstore.NewMemory())
+	cfg.ReleasePersisted = true
+	cfg.MemLimit = 1 << 20
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	oldRows := genRows(t0.UnixNano(), 100, 11)
+	write(t, b, "cpu", cpuSchema, oldRows)
+	rep, err := b.BeginReplace("db", "cpu", catalog.CreateTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaceBatch(t, rep, mem, 0, 50)
+	// Another client writes until the buffer is full.
+	var full error
+	for i := 0; i < 10000 && full == nil; i++ {
+		rec := makeRecord(memory.NewGoAllocator(), cpuSchema, genRows(t0.UnixNano()+int64(i)*1000, 1000, 1))
+		_, full = b.Write(context.Background(), "db", "mem", rec, catalog.WriteOptions{})
+		rec.Release()
+	}
+	if !errors.Is(full, ErrBufferFull) {
+		t.Fatalf("the buffer never filled: %v", full)
+	}
+	if err := rep.Commit(); !errors.Is(err, ErrBufferFull) || !strings.Contains(err.Error(), "aborted") {
+		t.Fatalf("Commit of the shed replace: %v", err)
+	}
+	rep.Abort()
+	assertRows(t, liveRows(t, b, "cpu"), oldRows)
+	waitFor(t, "writes accepted again", func() bool {
+		rec := makeRecord(memory.NewGoAllocator(), cpuSchema, genRows(t0.UnixNano(), 10, 1))
+		defer rec.Release()
+		_, err := b.Write(context.Background(), "db", "mem", rec, catalog.WriteOptions{})
+		return err == nil
+	})
+}

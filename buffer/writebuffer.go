@@ -52,6 +52,8 @@ type WriteBuffer struct {
 		// sweep is what the deletion of persisted files waits on
 		// (sweep.go).
 		sweep sweepState
+		// replaces are the replaces in progress (replace.go).
+		replaces map[*Replace]bool
 	}
 	persist persistState
 
@@ -301,7 +303,9 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 		return nil, err
 	}
 	if used := b.bufferedLocked(); used >= b.cfg.MemLimit {
-		return nil, b.fullErrorLocked(used)
+		err := b.fullErrorLocked(used)
+		b.shedReplacesLocked(err)
+		return nil, err
 	}
 	if err := b.maybeRollLocked(now); err != nil {
 		return nil, err

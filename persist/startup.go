@@ -127,8 +127,10 @@ func (s *Store) readListings(ctx context.Context, prefix, what string, decode fu
 // (readers find files through listings only). The files of the segments
 // in pending (still in the WAL, to be persisted again) are kept: the
 // retry finds each one it would write with the same size and CRC32C and
-// counts it done (putImmutable), instead of writing it again.
-func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) error {
+// counts it done (putImmutable), instead of writing it again; they are
+// returned by segment, so that the caller deletes those the retry does
+// not write (their rows dropped or expired since).
+func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) (kept map[uint64][]string, err error) {
 	store := s.objects
 	listed := map[string]bool{}
 	for _, seg := range segs {
@@ -141,21 +143,23 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 		objs, err = store.List(ctx, DBsPrefix)
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
+	kept = map[uint64][]string{}
 	for _, o := range objs {
 		if listed[o.Name] {
 			continue
 		}
 		if seg, ok := segmentOfFile(o.Name); ok && pending[seg] {
+			kept[seg] = append(kept[seg], o.Name)
 			continue
 		}
 		if err := s.retry(ctx, "deleting orphan "+o.Name, func() error { return store.Delete(ctx, o.Name) }); err != nil {
-			return err
+			return nil, err
 		}
 		s.log.Info("removed a Parquet file that no segment file lists (left by an interrupted persist)", "object", o.Name, "size", o.Size)
 	}
-	return nil
+	return kept, nil
 }
 
 // CleanTemporary removes the temporary files that a crash left in the

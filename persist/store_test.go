@@ -177,8 +177,12 @@ func TestStartup(t *testing.T) {
 	if len(segs) != 2 || segs[0].ID != 1 || segs[1].ID != 2 || segs[0].Files[0].URI != objects.URI(listed[1]) {
 		t.Fatalf("segments %+v", segs)
 	}
-	if err := s.RemoveOrphans(ctx, segs, map[uint64]bool{4: true, 7: true}); err != nil {
+	kept, err := s.RemoveOrphans(ctx, segs, map[uint64]bool{4: true, 7: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(kept) != 1 || len(kept[4]) != 1 || kept[4][0] != pendingFile {
+		t.Fatalf("kept %v, want segment 4's file", kept)
 	}
 	listed = append(listed, pendingFile) // kept for the retry of segment 4's persist
 	objs, err := objects.List(ctx, DBsPrefix)
