@@ -167,3 +167,81 @@ func TestCLIDDLAndRetention(t *testing.T) {
 		t.Fatalf("DROP SCHEMA answered %q", r.stdout)
 	}
 }
+
+// TestDelete: DELETE FROM … WHERE through ADBC ExecuteUpdate against the
+// real binary: the answer is the rows deleted, they are gone from every
+// read at once (buffered and persisted rows alike) and after kill -9;
+// bad statements have their code and delete nothing.
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServer(t, dir, "--segment-duration", "1s")
+	ctx := testCtx(t)
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cn := adbcConn(t, srv.Addr, mem)
+	defer cn.Close()
+	written := writeBatches(t, srv.Addr, "del", "t", 0, 4, 300*time.Millisecond)
+	waitPersisted(t, srv, "del", "t", written)
+	writeBatches(t, srv.Addr, "del", "t", 4, 1, 0) // and some buffered
+	total := written + persistBatchRows
+	count := func(where string) int64 {
+		t.Helper()
+		return mustQuery(t, cn, "SELECT count(*) AS n FROM del.t"+where)[0]["n"].(int64)
+	}
+	if n := count(""); n != total {
+		t.Fatalf("%d rows, want %d", n, total)
+	}
+	refused := func(sql string, code adbc.Status, parts ...string) {
+		t.Helper()
+		_, err := adbcUpdate(ctx, cn, sql)
+		wantADBC(t, err, code, parts...)
+		if n := count(""); n != total {
+			t.Fatalf("%s: refused, but %d rows left of %d", sql, n, total)
+		}
+	}
+	refused("DELETE FROM del.t WHERE id < 10) OR (true", adbc.StatusInvalidArgument)
+	refused("DELETE FROM del.t WHERE true) OR (id < 10", adbc.StatusInvalidArgument)
+	refused("DELETE FROM del.t WHERE", adbc.StatusInvalidArgument)
+	refused("DELETE FROM del.t id < 10", adbc.StatusInvalidArgument, "WHERE")
+	refused("DELETE FROM del.nope WHERE true", adbc.StatusNotFound, "nope")
+	refused("DELETE FROM system.tables", adbc.StatusInvalidArgument, "system")
+	refused("DELETE FROM del.t WHERE id IN (SELECT * FROM read_csv('/etc/passwd'))", adbc.StatusInvalidArgument, "read_csv")
+	refused("DELETE FROM del.t WHERE nosuchcolumn = 1", adbc.StatusInvalidArgument, "nosuchcolumn")
+
+	// A time range and a tag over persisted and buffered rows.
+	want := count(" WHERE id < 100 OR id >= 2000")
+	n, err := adbcUpdate(ctx, cn, "DELETE FROM del.t WHERE id >= 100 AND id < 2000 -- a comment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != total-want {
+		t.Fatalf("DELETE answered %d, want %d", n, total-want)
+	}
+	if got := count(""); got != want {
+		t.Fatalf("%d rows after the delete, want %d", got, want)
+	}
+	if got := count(" WHERE id >= 100 AND id < 2000"); got != 0 {
+		t.Fatalf("%d deleted rows still read", got)
+	}
+	if got := readTable(t, srv.Addr, "del", "t").NumRows(); int64(got) != want {
+		t.Fatalf("plain Flight reads %d rows, want %d", got, want)
+	}
+	// Writes go on after it; kill -9 keeps the delete.
+	writeBatches(t, srv.Addr, "del", "t", 5, 1, 0)
+	want += persistBatchRows
+	srv.Kill(t)
+	srv = startServer(t, dir, "--segment-duration", "1s")
+	cn2 := adbcConn(t, srv.Addr, mem)
+	defer cn2.Close()
+	if got := mustQuery(t, cn2, "SELECT count(*) AS n FROM del.t")[0]["n"].(int64); got != want {
+		t.Fatalf("after kill -9: %d rows, want %d", got, want)
+	}
+	// Every row.
+	if n, err := adbcUpdate(ctx, cn2, "DELETE FROM del.t"); err != nil || n != want {
+		t.Fatalf("DELETE of every row: %d, %v; want %d", n, err, want)
+	}
+	if got := mustQuery(t, cn2, "SELECT count(*) AS n FROM del.t")[0]["n"].(int64); got != 0 {
+		t.Fatalf("after deleting every row: %d", got)
+	}
+}

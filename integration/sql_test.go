@@ -400,7 +400,7 @@ func TestSQLErrors(t *testing.T) {
 	}{
 		{"create_table_as", `CREATE TABLE sqldb.x AS SELECT 1`, "INSERT"},
 		{"create_table_no_time", `CREATE TABLE sqldb.x (a INTEGER)`, "time"},
-		{"delete", `DELETE FROM sqldb.cpu WHERE id = 1`, "INSERT"},
+		{"delete_using", `DELETE FROM sqldb.cpu USING sqldb.cpu x WHERE true`, "WHERE"},
 		{"update", `UPDATE sqldb.cpu SET value = 1`, "INSERT"},
 		{"drop", `DROP VIEW sqldb.cpu`, "DROP TABLE"},
 		{"select_as_update", `SELECT 1`, "INSERT"},

@@ -159,7 +159,9 @@
 // else is refused) and carried out on the catalog; only a column's type
 // words (names, numbers, parentheses, commas: no literal, quote or
 // operator) reach DuckDB, inside a prepared, never executed, SELECT
-// CAST(NULL AS <type>) that resolves them. Statement extraction (duckdb_extract_statements) is not
+// CAST(NULL AS <type>) that resolves them. DELETE (delete.go) runs as a
+// replace of the table by a query admitted like any other, whose
+// condition DuckDB's parse shows to be one expression. Statement extraction (duckdb_extract_statements) is not
 // used on clients' SQL: it runs pragmas, and IMPORT DATABASE reads files
 // there.
 //

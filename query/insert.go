@@ -43,36 +43,10 @@ func parseInsert(sql, database string) (p *insertPlan, ok bool, err error) {
 	bad := func(why string) (*insertPlan, bool, error) {
 		return nil, true, newError(ErrSyntax, "INSERT: %s; the form supported is INSERT INTO [db.]table [(column, …)] VALUES (…), … or INSERT INTO [db.]table [(column, …)] SELECT …", why)
 	}
-	rest := sql[m[1]:]
-	var parts []string
-	for {
-		id, r, ok := identifier(rest)
-		if !ok {
-			return bad("expected a table name after INSERT INTO")
-		}
-		parts = append(parts, id)
-		rest = r
-		if !strings.HasPrefix(rest, ".") {
-			break
-		}
-		rest = rest[1:]
-	}
 	p = &insertPlan{}
-	switch len(parts) {
-	case 1:
-		if database == "" {
-			return bad(fmt.Sprintf("table %q has no database: write db.table, or set a current database", parts[0]))
-		}
-		p.db, p.table = database, parts[0]
-	case 2:
-		p.db, p.table = parts[0], parts[1]
-	case 3:
-		if !strings.EqualFold(parts[0], "apron") && !strings.EqualFold(parts[0], "memory") {
-			return bad(fmt.Sprintf("catalog %q does not exist; the only catalog is apron", parts[0]))
-		}
-		p.db, p.table = parts[1], parts[2]
-	default:
-		return bad("a table name has at most three parts, catalog.database.table")
+	var rest, why string
+	if p.db, p.table, rest, why = leadingTable(sql[m[1]:], database, "INSERT INTO"); why != "" {
+		return bad(why)
 	}
 	rest = strings.TrimLeft(rest, " \t\r\n")
 	if strings.HasPrefix(rest, "(") && !startsQuery(rest[1:]) {
@@ -101,6 +75,41 @@ func parseInsert(sql, database string) (p *insertPlan, ok bool, err error) {
 		return bad("expected VALUES or a SELECT after the table")
 	}
 	return p, true, nil
+}
+
+// leadingTable reads the [[catalog.]db.]table name at the start of s
+// (after the keywords what), with database the current one; why says
+// what is wrong, if anything.
+func leadingTable(s, database, what string) (db, table, rest, why string) {
+	rest = s
+	var parts []string
+	for {
+		id, r, ok := identifier(rest)
+		if !ok {
+			return "", "", "", "expected a table name after " + what
+		}
+		parts = append(parts, id)
+		rest = r
+		if !strings.HasPrefix(rest, ".") {
+			break
+		}
+		rest = rest[1:]
+	}
+	switch len(parts) {
+	case 1:
+		if database == "" {
+			return "", "", "", fmt.Sprintf("table %q has no database: write db.table, or set a current database", parts[0])
+		}
+		return database, parts[0], rest, ""
+	case 2:
+		return parts[0], parts[1], rest, ""
+	case 3:
+		if !strings.EqualFold(parts[0], "apron") && !strings.EqualFold(parts[0], "memory") {
+			return "", "", "", fmt.Sprintf("catalog %q does not exist; the only catalog is apron", parts[0])
+		}
+		return parts[1], parts[2], rest, ""
+	}
+	return "", "", "", "a table name has at most three parts, catalog.database.table"
 }
 
 var queryStart = regexp.MustCompile(`(?is)^\s*\(?\s*(values|select|with|from)\b`)
@@ -268,6 +277,12 @@ func duckTypeName(dt arrow.DataType) (string, bool) {
 // WAL-durable write path as ingest; rows written before a failure stay,
 // and the error says how many.
 func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBatch) (int64, error) {
+	if st.Kind == KindDelete {
+		if params != nil && params.NumRows() > 0 {
+			return 0, newError(ErrSyntax, "a DELETE takes no parameters")
+		}
+		return e.execDelete(ctx, st)
+	}
 	if st.Kind == KindDDL {
 		if params != nil && params.NumRows() > 0 {
 			return 0, newError(ErrSyntax, "a DDL statement takes no parameters")
@@ -275,7 +290,7 @@ func (e *Engine) Exec(ctx context.Context, st *Statement, params arrow.RecordBat
 		return 0, e.execDDL(ctx, st)
 	}
 	if st.Kind != KindInsert || st.insert == nil {
-		return 0, newError(ErrUnsupportedStatement, "only INSERT, CREATE and DROP are executed as updates; run queries as queries")
+		return 0, newError(ErrUnsupportedStatement, "only INSERT, DELETE, CREATE and DROP are executed as updates; run queries as queries")
 	}
 	p := st.insert
 	if err := auth.FromContext(ctx).Write(p.db); err != nil {

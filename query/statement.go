@@ -28,6 +28,8 @@ const (
 	KindInsert
 	// KindDDL creates or drops a table or a database (ddl.go).
 	KindDDL
+	// KindDelete deletes rows of a table (delete.go).
+	KindDelete
 )
 
 // IsUpdate says whether the statement runs as an update (Exec): it
@@ -53,6 +55,7 @@ type Statement struct {
 
 	insert *insertPlan // KindInsert
 	ddl    *ddlPlan    // KindDDL
+	del    *deletePlan // KindDelete
 	// untypedResult: DuckDB types the result only once the parameters
 	// are bound (see BoundSchema).
 	untypedResult bool
@@ -78,6 +81,18 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		st.Kind, st.ddl = KindDDL, p
 		st.Schema, st.Params = emptySchema, emptySchema
 		st.Databases = []string{p.db}
+		return st, nil
+	}
+	if p, ok, err := parseDelete(sql, database); err != nil {
+		return nil, err
+	} else if ok {
+		a, err := e.prepareDelete(ctx, p, database)
+		if err != nil {
+			return nil, err
+		}
+		st.Kind, st.del = KindDelete, p
+		st.Schema, st.Params = emptySchema, emptySchema
+		st.Databases = withDatabase(a.databases, p.db)
 		return st, nil
 	}
 	source := sql

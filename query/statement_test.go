@@ -134,7 +134,8 @@ func TestStatementErrors(t *testing.T) {
 	}{
 		{"CREATE TABLE x (a INT)", ErrSyntax}, // DDL, but no database
 		{"CREATE VIEW db.v AS SELECT 1", ErrSyntax},
-		{"DELETE FROM db.cpu", ErrUnsupportedStatement},
+		{"DELETE FROM db.cpu USING db.cpu", ErrSyntax},
+		{"DELETE FROM db.cpu WHERE true) OR (true", ErrSyntax},
 		{"UPDATE db.cpu SET usage = 1", ErrUnsupportedStatement},
 		{"INSERT INTO db.nope VALUES (1)", ErrNotFound},
 		{"INSERT INTO cpu VALUES (1)", ErrSyntax}, // no current database
