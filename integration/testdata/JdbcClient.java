@@ -216,6 +216,30 @@ public class JdbcClient {
             rs.next();
             check("current database from the URL", rs.getLong(1), 143);
         }
+        // DDL and DELETE through executeUpdate, as JDBC tools issue them;
+        // a table of each run's own.
+        String t = "jdbc.\"ddl_" + host + "\"";
+        try (Connection conn = DriverManager.getConnection(url, new Properties());
+             Statement st = conn.createStatement()) {
+            check("CREATE TABLE", st.executeUpdate("CREATE TABLE " + t + " (time TIMESTAMP NOT NULL, host VARCHAR(64), n INTEGER)"), 0);
+            check("INSERT", st.executeUpdate("INSERT INTO " + t + " VALUES (TIMESTAMP '2026-01-05 12:00:00', 'a', 1), (TIMESTAMP '2026-01-05 12:00:01', 'b', 2), (TIMESTAMP '2026-01-05 12:00:02', 'a', 3)"), 3);
+            check("DELETE", st.executeUpdate("DELETE FROM " + t + " WHERE host = 'a'"), 2);
+            try (ResultSet rs = st.executeQuery("SELECT count(*), min(n) FROM " + t)) {
+                rs.next();
+                check("rows after DELETE", rs.getLong(1), 1);
+                check("the row left", rs.getInt(2), 2);
+            }
+            check("DROP TABLE", st.executeUpdate("DROP TABLE " + t), 0);
+            try (ResultSet rs = conn.getMetaData().getTables(null, "jdbc", "ddl_" + host, null)) {
+                check("dropped table listed", rs.next(), false);
+            }
+            try {
+                st.executeUpdate("DROP TABLE " + t);
+                throw new AssertionError("a second DROP TABLE did not fail");
+            } catch (java.sql.SQLException e) {
+                check("second DROP TABLE names the table", e.getMessage().contains("ddl_" + host), true);
+            }
+        }
         System.out.println("ok");
     }
 }
