@@ -40,7 +40,7 @@ func TestLifecycleOracle(t *testing.T) {
 		n := 50 + rng.IntN(200)
 		b := array.NewRecordBuilder(mem, schema)
 		for range n {
-			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(day.Add(time.Duration(rng.IntN(3*24*3600)) * time.Second).UnixNano() + next))
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(day.Add(time.Duration(rng.IntN(3*24*3600))*time.Second).UnixNano() + next))
 			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("h%d", rng.IntN(5)))
 			b.Field(2).(*array.Int64Builder).Append(next)
 			next++
