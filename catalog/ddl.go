@@ -167,7 +167,7 @@ func (c *Catalog) DropTable(path, db, table string, liveFrom uint64, ifExists bo
 		nd := newDatabase(d.Name, d.ID, tables)
 		nd.Retention = d.Retention
 		next := s.withDatabase(nd, s.nextDatabaseID, s.nextTableID)
-		next.dropped = append(slices.Clip(s.dropped), Dropped{Database: db, Table: table, ID: t.ID, To: liveFrom})
+		next.dropped = withDrop(s.dropped, Dropped{Database: db, Table: table, ID: t.ID, To: liveFrom})
 		return next, nil
 	})
 }
@@ -207,9 +207,26 @@ func (c *Catalog) DropDatabase(path, db string, liveFrom uint64, cascade, ifExis
 		}
 		next := newSnapshot(s.version+1, dbs, s.nextDatabaseID, s.nextTableID)
 		next.tokens, next.replacing = s.tokens, s.replacing
-		next.dropped = append(slices.Clip(s.dropped), Dropped{Database: db, ID: d.ID, To: liveFrom})
+		next.dropped = withDrop(s.dropped, Dropped{Database: db, ID: d.ID, To: liveFrom})
 		return next, nil
 	})
+}
+
+// withDrop is drops with d, a drop of a whole prefix of segments (From 0),
+// added: the ranges it covers (of the same name, or of the database's
+// tables when d is the database's) go, so the records grow with the names
+// dropped, not with every drop of them. drops is not modified.
+func withDrop(drops []Dropped, d Dropped) []Dropped {
+	out := make([]Dropped, 0, len(drops)+1)
+	for _, o := range drops {
+		// d hides every segment below d.To: a range of the same name (or
+		// of one of the database's tables) that ends there is inside it.
+		covered := o.To <= d.To && o.Database == d.Database && (d.Table == "" || o.Table == d.Table)
+		if !covered {
+			out = append(out, o)
+		}
+	}
+	return append(out, d)
 }
 
 // checkNewDatabase checks the name and limits of a database to create.

@@ -126,9 +126,21 @@ func TestDropTableAndDatabase(t *testing.T) {
 	wantHidden(t, loaded.Snapshot(), "db", "cpu", 9)
 	write(t, loaded, "db", "x", cpu())
 	wantHidden(t, loaded.Snapshot(), "db", "mem", 9)
-	if n := len(loaded.Snapshot().DroppedList()); n != 2 {
-		t.Fatalf("after Apply: %d drops", n)
+	// The database's drop covers its table's: one record left.
+	if n := len(loaded.Snapshot().DroppedList()); n != 1 {
+		t.Fatalf("after Apply: %d drops, want 1", n)
 	}
+	// Dropping one name again and again keeps one record of it.
+	for i := range 50 {
+		write(t, loaded, "db", "churn", cpu())
+		if _, err := loaded.DropTable(path, "db", "churn", uint64(100+i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(loaded.Snapshot().DroppedList()); n != 2 {
+		t.Fatalf("after 50 drops of one table: %d drop records, want 2", n)
+	}
+	wantHidden(t, loaded.Snapshot(), "db", "churn", 149)
 }
 
 // wantHidden checks that the rows of db.table are hidden in exactly the

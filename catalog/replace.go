@@ -191,7 +191,7 @@ func (c *Catalog) CommitReplace(path, db, table string, id uint64) error {
 		old := d.Tables[table]
 		next := s.withDatabase(d.withTable(newTable(db, table, r.ID, r.table.Columns)), nextDB, s.nextTableID)
 		if old != nil {
-			next.dropped = append(slices.Clip(s.dropped), Dropped{Database: db, Table: table, ID: old.ID, To: r.From})
+			next.dropped = withDrop(s.dropped, Dropped{Database: db, Table: table, ID: old.ID, To: r.From})
 		}
 		next.replacing = without(s.replacing, k)
 		return next, nil
