@@ -162,6 +162,11 @@ func TestCLIDDLAndRetention(t *testing.T) {
 	if r := runApron(t, "", append([]string{"database", "update", "clidb"}, host...)...); r.code != 2 {
 		t.Fatalf("no setting: exit %d, want 2 (usage)", r.code)
 	}
+	mustApron(t, "", append([]string{"query", "INSERT INTO clidb.cpu VALUES (now(), 'a'), (now(), 'b')"}, host...)...)
+	r = mustApron(t, "", append([]string{"query", "DELETE FROM clidb.cpu WHERE host = 'a'"}, host...)...)
+	if !strings.HasPrefix(r.stdout, "1 rows deleted in ") {
+		t.Fatalf("DELETE answered %q", r.stdout)
+	}
 	r = mustApron(t, "", append([]string{"query", "DROP SCHEMA clidb CASCADE"}, host...)...)
 	if !strings.HasPrefix(r.stdout, "OK in ") {
 		t.Fatalf("DROP SCHEMA answered %q", r.stdout)

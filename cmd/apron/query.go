@@ -149,13 +149,16 @@ func runQuery(ctx context.Context, f *queryFlags, sql string, stdout, stderr io.
 		return f.conn.callError("", err)
 	}
 	if res == nil {
-		if isDDL(sql) {
-			// Only how the answer reads: the server decided what the
-			// statement is.
+		// Only how the answer reads: the server decided what the
+		// statement is.
+		switch firstWord(sql) {
+		case "CREATE", "DROP":
 			fmt.Fprintf(stdout, "OK in %s\n", roundDuration(time.Since(start)))
-			return nil
+		case "DELETE":
+			fmt.Fprintf(stdout, "%s rows deleted in %s\n", groupDigits(n), roundDuration(time.Since(start)))
+		default:
+			fmt.Fprintf(stdout, "%s rows written in %s\n", groupDigits(n), roundDuration(time.Since(start)))
 		}
-		fmt.Fprintf(stdout, "%s rows written in %s\n", groupDigits(n), roundDuration(time.Since(start)))
 		return nil
 	}
 	defer res.close(cctx)
@@ -284,9 +287,12 @@ func roundDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// isDDL says whether sql starts with CREATE or DROP, to word the answer
-// of an update.
-func isDDL(sql string) bool {
+// firstWord is sql's first word in upper case, to word the answer of an
+// update.
+func firstWord(sql string) string {
 	w := strings.Fields(sql)
-	return len(w) > 0 && (strings.EqualFold(w[0], "CREATE") || strings.EqualFold(w[0], "DROP"))
+	if len(w) == 0 {
+		return ""
+	}
+	return strings.ToUpper(w[0])
 }
