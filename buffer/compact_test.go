@@ -170,23 +170,29 @@ func compactionCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k
 	faulty.CrashAfter(k)
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
+	running := b
 	go func() {
-		if err := b.Compact(ctx); err != nil {
+		if err := running.Compact(ctx); err != nil {
 			done <- err
 			return
 		}
-		done <- b.Sweep(ctx)
+		done <- running.Sweep(ctx)
 	}()
 	var err error
+	finished := false
 	waitFor(t, "a crash or the compaction", func() bool {
 		select {
 		case err = <-done:
+			finished = true
 			return true
 		default:
 			return faulty.Crashed()
 		}
 	})
 	cancel()
+	if !finished {
+		err = <-done // the compaction's retries end with ctx
+	}
 	crashed := faulty.Crashed()
 	if !crashed && err != nil {
 		t.Fatalf("k=%d: %v", k, err)

@@ -94,10 +94,16 @@ func (b *WriteBuffer) openStore() error {
 	// listings that still name an input are rewritten by the sweep, and
 	// inputs left in the store are orphans now.
 	listed, stale := persist.ApplyCompactions(segs, comps)
-	b.mu.persisted.Add(listed...)
-	for l := range stale {
-		b.markDirtyLocked(l)
+	var live []persist.Segment
+	for _, s := range listed {
+		if stale[s.Listing()] {
+			b.markDirtyLocked(s)
+		}
+		if len(s.Files) > 0 {
+			live = append(live, s) // a listing with no file has nothing to read
+		}
 	}
+	b.mu.persisted.Add(live...)
 	if len(stale) > 0 {
 		b.kickSweep()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apron-db/apron/persist"
@@ -31,14 +32,20 @@ type sweepState struct {
 	gen   uint64         // the Index's generation
 	views map[uint64]int // live Views by the generation they were taken at
 	// dirty: listing (persist.Segment.Listing: a segment file or a
-	// compaction file) → the mark of the last change of its files in the
-	// Index that the stored listing does not show yet.
-	dirty  map[string]uint64
+	// compaction file) → what it is to list (a listing left with no file
+	// leaves the Index: this is then its only copy), with the mark of the
+	// last change the stored listing does not show yet.
+	dirty  map[string]dirtyListing
 	mark   uint64
 	doomed []doomedFile
 	// deleting counts the doomed files a sweep took to delete and has not
 	// finished with.
 	deleting int
+}
+
+type dirtyListing struct {
+	seg  persist.Segment
+	mark uint64
 }
 
 // doomedFile is a file out of the Index, to delete once its segment file
@@ -83,7 +90,13 @@ func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment
 			}
 			s.Files = keep
 			out[i] = s
-			b.markDirtyLocked(s.Listing())
+			b.markDirtyLocked(s)
+		}
+		// A listing left with no file is nothing to read: it leaves the
+		// Index (which every View copies), and the sweep rewrites it from
+		// its dirty entry.
+		if copied {
+			out = slices.DeleteFunc(out, func(s persist.Segment) bool { return len(s.Files) == 0 })
 		}
 		return out
 	})
@@ -95,15 +108,15 @@ func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment
 	return true
 }
 
-// markDirtyLocked notes that a listing's stored object names files the
-// Index no longer has.
-func (b *WriteBuffer) markDirtyLocked(listing string) {
+// markDirtyLocked notes that seg's stored listing names files the Index
+// no longer has: the sweep rewrites it as seg.
+func (b *WriteBuffer) markDirtyLocked(seg persist.Segment) {
 	st := &b.mu.sweep
 	if st.dirty == nil {
-		st.dirty = map[string]uint64{}
+		st.dirty = map[string]dirtyListing{}
 	}
 	st.mark++
-	st.dirty[listing] = st.mark
+	st.dirty[seg.Listing()] = dirtyListing{seg: seg, mark: st.mark}
 }
 
 // forgetDroppedLocked takes the files of dropped tables out of the Index.
@@ -190,12 +203,11 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 	b.mu.Lock()
 	b.forgetExpiredLocked(b.cfg.Now())
 	var rewrites []rewrite
-	for _, s := range b.mu.persisted.Segments() {
-		if m, ok := b.mu.sweep.dirty[s.Listing()]; ok {
-			rewrites = append(rewrites, rewrite{s, m})
-		}
+	for _, d := range b.mu.sweep.dirty {
+		rewrites = append(rewrites, rewrite{d.seg, d.mark})
 	}
 	b.mu.Unlock()
+	slices.SortFunc(rewrites, func(x, y rewrite) int { return strings.Compare(x.seg.Listing(), y.seg.Listing()) })
 	for _, r := range rewrites {
 		err := b.retry(ctx, "rewriting "+r.seg.Listing(), func() error {
 			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.RewriteListing(ctx, r.seg) })
@@ -204,7 +216,7 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 			return err
 		}
 		b.mu.Lock()
-		if b.mu.sweep.dirty[r.seg.Listing()] == r.mark {
+		if b.mu.sweep.dirty[r.seg.Listing()].mark == r.mark {
 			delete(b.mu.sweep.dirty, r.seg.Listing())
 		}
 		b.mu.Unlock()
