@@ -25,29 +25,24 @@ func (b *WriteBuffer) SetRetention(db string, r time.Duration) (changed bool, er
 	changed, err = b.cat.SetRetention(b.catPath, db, r)
 	if changed {
 		b.log.Info("retention changed", "database", db, "retention", catalog.FormatRetention(r),
-			"effective", catalog.FormatRetention(b.effectiveRetention(b.cat.Snapshot(), db)))
+			"effective", catalog.FormatRetention(b.EffectiveRetention(b.cat.Snapshot(), db)))
 		b.kickPersister()
 		b.kickSweep()
 	}
 	return changed, err
 }
 
-// DefaultRetention is the server's default retention (0: forever).
-func (b *WriteBuffer) DefaultRetention() time.Duration { return b.cfg.Retention }
-
 // EffectiveRetention is how long db's rows are kept in snapshot s: its
-// own retention, else the server's default; 0 is forever.
+// own retention, else the server's default; catalog.RetentionNone when
+// they are kept forever (never 0, which catalog.FormatRetention names
+// "default").
 func (b *WriteBuffer) EffectiveRetention(s *catalog.Snapshot, db string) time.Duration {
-	return b.effectiveRetention(s, db)
-}
-
-func (b *WriteBuffer) effectiveRetention(s *catalog.Snapshot, db string) time.Duration {
 	r := b.cfg.Retention
 	if d, ok := s.Database(db); ok && d.Retention != 0 {
 		r = d.Retention
 	}
-	if r < 0 {
-		return 0
+	if r <= 0 {
+		return catalog.RetentionNone
 	}
 	return r
 }
@@ -55,7 +50,7 @@ func (b *WriteBuffer) effectiveRetention(s *catalog.Snapshot, db string) time.Du
 // cutoffAt is the oldest time (ns) kept in db at now; math.MinInt64 when
 // nothing expires.
 func (b *WriteBuffer) cutoffAt(s *catalog.Snapshot, db string, now time.Time) int64 {
-	r := b.effectiveRetention(s, db)
+	r := b.EffectiveRetention(s, db)
 	if r <= 0 {
 		return math.MinInt64
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/catalog"
@@ -56,17 +55,9 @@ func (s *SQLServer) updateDatabase(ctx context.Context, body []byte, send func([
 	}
 	snap := s.wb.Catalog().Snapshot()
 	out, err := json.Marshal(databaseSettings{Database: req.Database, Retention: catalog.FormatRetention(r),
-		EffectiveRetention: effectiveRetention(s.wb.EffectiveRetention(snap, req.Database))})
+		EffectiveRetention: catalog.FormatRetention(s.wb.EffectiveRetention(snap, req.Database))})
 	if err != nil {
 		return err
 	}
 	return send(out)
-}
-
-// effectiveRetention names a retention in force: 0 is none.
-func effectiveRetention(r time.Duration) string {
-	if r <= 0 {
-		return "none"
-	}
-	return catalog.FormatRetention(r)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"google.golang.org/protobuf/proto"
@@ -258,15 +257,6 @@ func (s *Service) doGetBuffer(ctx context.Context, t *apronpb.BufferTicket, stre
 		rpc.sent(n)
 	}
 	return nil
-}
-
-func writeProjected(w *flight.Writer, c buffer.Chunk, schema *arrow.Schema, mem memory.Allocator) error {
-	rec, err := buffer.Project(c, schema, mem)
-	if err != nil {
-		return err
-	}
-	defer rec.Release()
-	return w.Write(rec)
 }
 
 // doGetParquet streams one persisted Parquet file in the table's current

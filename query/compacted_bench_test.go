@@ -36,30 +36,13 @@ func BenchmarkCompactedQuery(b *testing.B) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
 	day0 := time.Unix(0, base).UTC().Truncate(24 * time.Hour)
+	hosts := make([]string, benchSeries)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("host-%03d", i)
+	}
 	for h := range days * 24 {
-		tb := array.NewTimestampBuilder(s.mem, tsNs)
-		hb := array.NewStringBuilder(s.mem)
-		ub := array.NewFloat64Builder(s.mem)
-		sb := array.NewFloat64Builder(s.mem)
-		start := day0.Add(time.Duration(h) * time.Hour).UnixNano()
-		step := int64(time.Hour) / int64(per)
-		for i := range per {
-			tb.Append(arrow.Timestamp(start + int64(i)*step))
-			hb.Append(fmt.Sprintf("host-%03d", i%benchSeries))
-			ub.Append(float64((h*per+i)%1000) / 10)
-			sb.Append(float64(i % 77))
-		}
-		cols := []arrow.Array{tb.NewArray(), hb.NewArray(), ub.NewArray(), sb.NewArray()}
-		rec := array.NewRecordBatch(schema, cols, int64(per))
-		for _, c := range cols {
-			c.Release()
-		}
-		tb.Release()
-		hb.Release()
-		ub.Release()
-		sb.Release()
-		s.write("db", "t", rec)
-		rec.Release()
+		rec, _ := usageRecord(s.mem, schema, hosts, day0.Add(time.Duration(h)*time.Hour).UnixNano(), int64(time.Hour)/int64(per), per, h*per)
+		s.write("db", "t", rec) // releases rec
 		s.roll()
 	}
 	s.waitReleased(b, days*24) // the buffer's loop rolls the last one over on the (fake) clock

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/objstore"
 )
@@ -49,27 +50,7 @@ func BenchmarkPersistedQuery(b *testing.B) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
 	writeSeg := func(seg, n int) (sum float64) {
-		tb := array.NewTimestampBuilder(s.mem, tsNs)
-		hb := array.NewStringBuilder(s.mem)
-		ub := array.NewFloat64Builder(s.mem)
-		sb := array.NewFloat64Builder(s.mem)
-		start := base + int64(seg)*int64(time.Minute)
-		for i := range n {
-			tb.Append(arrow.Timestamp(start + int64(i)*1e5))
-			hb.Append(hosts[i%benchSeries])
-			ub.Append(float64((seg*n+i)%1000) / 10)
-			sum += float64((seg*n+i)%1000) / 10
-			sb.Append(float64(i % 77))
-		}
-		cols := []arrow.Array{tb.NewArray(), hb.NewArray(), ub.NewArray(), sb.NewArray()}
-		rec := array.NewRecordBatch(schema, cols, int64(n))
-		for _, c := range cols {
-			c.Release()
-		}
-		tb.Release()
-		hb.Release()
-		ub.Release()
-		sb.Release()
+		rec, sum := usageRecord(s.mem, schema, hosts, base+int64(seg)*int64(time.Minute), 1e5, n, seg*n)
 		s.write("db", "t", rec)
 		return sum
 	}
@@ -123,4 +104,32 @@ func BenchmarkPersistedQuery(b *testing.B) {
 			b.ReportMetric(float64(input)*float64(b.N)/time.Since(start).Seconds(), "rows/s")
 		})
 	}
+}
+
+// usageRecord is n rows of schema (time, host, usage_user, usage_system)
+// from start, step ns apart, over hosts; row i's usage_user is
+// ((offset+i) % 1000) / 10, whose sum it returns.
+func usageRecord(mem memory.Allocator, schema *arrow.Schema, hosts []string, start, step int64, n, offset int) (arrow.RecordBatch, float64) {
+	tb := array.NewTimestampBuilder(mem, tsNs)
+	hb := array.NewStringBuilder(mem)
+	ub := array.NewFloat64Builder(mem)
+	sb := array.NewFloat64Builder(mem)
+	var sum float64
+	for i := range n {
+		tb.Append(arrow.Timestamp(start + int64(i)*step))
+		hb.Append(hosts[i%len(hosts)])
+		u := float64((offset+i)%1000) / 10
+		ub.Append(u)
+		sum += u
+		sb.Append(float64(i % 77))
+	}
+	cols := []arrow.Array{tb.NewArray(), hb.NewArray(), ub.NewArray(), sb.NewArray()}
+	rec := array.NewRecordBatch(schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	for _, b := range []array.Builder{tb, hb, ub, sb} {
+		b.Release()
+	}
+	return rec, sum
 }

@@ -71,11 +71,7 @@ var systemTables = map[string]systemTable{
 				b.Field(1).(*array.Uint64Builder).Append(d.ID)
 				b.Field(2).(*array.Int64Builder).Append(int64(len(d.Tables)))
 				b.Field(3).(*array.StringBuilder).Append(catalog.FormatRetention(d.Retention))
-				if r := e.wb.EffectiveRetention(snap, d.Name); r > 0 {
-					b.Field(4).(*array.StringBuilder).Append(catalog.FormatRetention(r))
-				} else {
-					b.Field(4).(*array.StringBuilder).Append("none")
-				}
+				b.Field(4).(*array.StringBuilder).Append(catalog.FormatRetention(e.wb.EffectiveRetention(snap, d.Name)))
 			}
 		},
 	},
