@@ -3,8 +3,10 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +67,16 @@ func TestParseDDL(t *testing.T) {
 		if p, ok, err := parseDDL(sql, "cur"); !ok || !errors.Is(err, ErrSyntax) {
 			t.Errorf("%q: ok %v, err %v, plan %+v; want refused", sql, ok, err, p)
 		}
+	}
+	if _, ok, err := parseDDL("DROP TABLE t", ""); !ok || !errors.Is(err, ErrSyntax) {
+		t.Errorf("a table without a database and no current one: %v %v", ok, err)
+	}
+	// A CREATE TABLE over the statement size limit is refused before it is
+	// tokenized.
+	huge := "CREATE TABLE d.t (time TIMESTAMP" + strings.Repeat(", c INTEGER", maxSQLBytes/10) + ")"
+	v := cpuEnv(t)
+	if _, err := v.e.Prepare(context.Background(), huge, ""); !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("a %d-byte CREATE TABLE: %v", len(huge), err)
 	}
 	if _, ok, err := parseDDL("DROP TABLE t", ""); !ok || !errors.Is(err, ErrSyntax) {
 		t.Errorf("a table without a database and no current one: %v %v", ok, err)

@@ -70,6 +70,10 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	st := &Statement{SQL: sql, Database: database, Kind: KindQuery}
+	if len(sql) > maxSQLBytes {
+		// Before any of Apron's own parsers (DDL, DELETE, INSERT) reads it.
+		return nil, newError(ErrSyntax, "the statement is %d bytes; at most %d are accepted", len(sql), maxSQLBytes)
+	}
 	if p, ok, err := parseDDL(sql, database); err != nil {
 		return nil, err
 	} else if ok {
