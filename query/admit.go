@@ -127,7 +127,7 @@ func (e *Engine) admitOn(c *conn, sql, database string, who *auth.Principal) (*a
 	// (duckdb_extract_statements) also runs pragmas, and IMPORT DATABASE
 	// reads files there, before anything could be checked.
 	a := &admitted{sql: sql, who: who}
-	tree, ok, err := serializeSelect(c, sql)
+	tree, ok, err := e.serializeSelect(c, sql)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (e *Engine) admitOn(c *conn, sql, database string, who *auth.Principal) (*a
 		if !isExplain {
 			return nil, unsupported(sql)
 		}
-		if tree, ok, err = serializeSelect(c, inner); err != nil {
+		if tree, ok, err = e.serializeSelect(c, inner); err != nil {
 			return nil, newError(ErrUnsupportedStatement, "EXPLAIN: the forms supported are EXPLAIN [ANALYZE] [(FORMAT text|json|html|graphviz|yaml)] <query> (%v)", err)
 		}
 		if !ok {
@@ -164,8 +164,8 @@ func (e *Engine) admitOn(c *conn, sql, database string, who *auth.Principal) (*a
 // serializeSelect parses sql with json_serialize_sql: the tree if it is
 // exactly one SELECT statement, false if it holds some other statement;
 // an error if it does not parse, or holds several SELECTs.
-func serializeSelect(c *conn, sql string) (map[string]any, bool, error) {
-	tree, err := parseSQL(c, sql)
+func (e *Engine) serializeSelect(c *conn, sql string) (map[string]any, bool, error) {
+	tree, err := e.parseSQL(c, sql)
 	if err != nil {
 		if _, isParse := err.(*notSelect); isParse {
 			return nil, false, nil

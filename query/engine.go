@@ -128,6 +128,8 @@ type Engine struct {
 	pooled sync.Map // uint64 → struct{}
 
 	views viewSync
+	// parses keeps the parse trees of recent statements (parsecache.go).
+	parses *parseCache
 	// evalTemplate is a serialized statement time bounds are evaluated
 	// with (see evalTimes).
 	evalTemplate string
@@ -164,6 +166,17 @@ type conn struct {
 	sql    string        // the statement prepared last, for system.queries
 	inTx   bool          // in the read-only transaction of the query it runs
 	sem    chan struct{} // the slots it holds one of while active
+	// beginTx and endTx are BEGIN TRANSACTION READ ONLY and ROLLBACK,
+	// prepared on first use: every query runs both, and a prepared one
+	// runs in half the time of a parsed one (~40 µs saved per query).
+	beginTx, endTx duck.PreparedStatement
+}
+
+// close frees the connection's prepared statements and closes it.
+func (c *conn) close() {
+	duck.DestroyPrepare(&c.beginTx)
+	duck.DestroyPrepare(&c.endTx)
+	duck.Disconnect(&c.c)
 }
 
 // Open starts an engine over wb.
@@ -185,6 +198,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
 		procs:   &procBoost{extra: cfg.ExtraProcs},
+		parses:  newParseCache(defaultParseCacheBytes),
 		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
@@ -248,7 +262,7 @@ func (e *Engine) Close() error {
 	e.closeParsers()
 	e.mu.Lock()
 	for _, c := range e.mu.idle {
-		duck.Disconnect(&c.c)
+		c.close()
 	}
 	e.mu.idle = nil
 	e.mu.open = 0
@@ -282,6 +296,11 @@ type Stats struct {
 	CacheHits, CacheFetches, CacheFetchedBytes, CacheEvictions int64
 	CacheBytes                                                 int64
 	CacheFiles                                                 int
+	// The parse cache (parsecache.go): statements found there or parsed,
+	// what it holds now.
+	ParseHits, ParseMisses uint64
+	ParseEntries           int
+	ParseBytes             int64
 }
 
 // Stats describes the engine now.
@@ -292,6 +311,7 @@ func (e *Engine) Stats() Stats {
 		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
+	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
 		st.CacheFetchedBytes = c.fetchedBytes.Load()
@@ -403,7 +423,7 @@ func (c *conn) begin() error {
 	if c.inTx {
 		return nil
 	}
-	if err := exec(c.c, "BEGIN TRANSACTION READ ONLY"); err != nil {
+	if err := execPrepared(c.c, &c.beginTx, "BEGIN TRANSACTION READ ONLY"); err != nil {
 		return fmt.Errorf("query: beginning a read-only transaction: %w", err)
 	}
 	c.inTx = true
@@ -416,7 +436,26 @@ func (c *conn) end() error {
 		return nil
 	}
 	c.inTx = false
-	return exec(c.c, "ROLLBACK")
+	return execPrepared(c.c, &c.endTx, "ROLLBACK")
+}
+
+// execPrepared runs sql through the statement *stmt, preparing it on c
+// first if it is not yet.
+func execPrepared(c duck.Connection, stmt *duck.PreparedStatement, sql string) error {
+	if stmt.Ptr == nil {
+		if duck.Prepare(c, sql, stmt) == duck.StateError {
+			err := classify(duck.PrepareError(*stmt))
+			duck.DestroyPrepare(stmt)
+			*stmt = duck.PreparedStatement{}
+			return err
+		}
+	}
+	var res duck.Result
+	defer duck.DestroyResult(&res)
+	if duck.ExecutePrepared(*stmt, &res) == duck.StateError {
+		return classify(duck.ResultError(&res))
+	}
+	return nil
 }
 
 // exec runs a statement that returns nothing of interest.

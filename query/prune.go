@@ -154,11 +154,19 @@ func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]t
 // parseSQL parses sql with DuckDB's json_serialize_sql. A statement that
 // is not a SELECT (json_serialize_sql serializes no other kind) is a
 // *notSelect error, one that does not parse DuckDB's parser error.
-func parseSQL(c *conn, sql string) (map[string]any, error) {
+//
+// Parses are kept in the engine's parseCache: the tree returned may be
+// shared and must not be modified.
+func (e *Engine) parseSQL(c *conn, sql string) (map[string]any, error) {
+	if p, ok := e.parses.get(sql); ok {
+		return p.tree, p.err
+	}
 	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral(sql)+")")
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
+		// Not kept: the failure may be the connection's, not the text's.
 		return nil, fmt.Errorf("serializing: %v", err)
 	}
+	p := &parsed{sql: sql, cost: int64(len(rows[0][0]))}
 	var tree map[string]any
 	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
 		return nil, err
@@ -166,11 +174,15 @@ func parseSQL(c *conn, sql string) (map[string]any, error) {
 	if tree["error"] != false {
 		msg, _ := tree["error_message"].(string)
 		if tree["error_type"] == "not implemented" {
-			return nil, &notSelect{msg: msg}
+			p.err = &notSelect{msg: msg}
+		} else {
+			p.err = newError(ErrSyntax, "%s", msg)
 		}
-		return nil, newError(ErrSyntax, "%s", msg)
+	} else {
+		p.tree = tree
 	}
-	return tree, nil
+	e.parses.put(p)
+	return p.tree, p.err
 }
 
 // walker collects the table references of a parsed statement.

@@ -115,7 +115,7 @@ func (e *Engine) release(c *conn) {
 		e.mu.open--
 		e.mu.Unlock()
 		e.pooled.Delete(c.id)
-		duck.Disconnect(&c.c)
+		c.close()
 		e.procs.exit()
 		<-sem
 		return

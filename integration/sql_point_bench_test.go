@@ -1,0 +1,55 @@
+//go:build duckdb_arrow
+
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkSQLPoint measures the queries dashboards and alerts repeat
+// (issue 14): a trivial query (the per-query overhead alone), count(*)
+// over the table and over a time range, min/max of time, one series over
+// the last 10 minutes, and the last row per series. Each op runs every
+// query 100 times through Flight SQL (GetFlightInfo + DoGet, as ADBC
+// does) and reports p50 and p99. Run with, for example,
+//
+//	APRON_BENCH_ROWS=5000000 go test -tags duckdb_arrow -run '^$' -bench SQLPoint -benchtime 3x ./integration/
+func BenchmarkSQLPoint(b *testing.B) {
+	d := makeSQLBenchData(b, false)
+	from := d.last - int64(10*time.Minute)
+	mid := d.first + (d.last-d.first)/2
+	queries := []struct{ name, sql string }{
+		{"select1", "SELECT 1"},
+		{"count", "SELECT count(*) FROM db.t"},
+		{"count-range", "SELECT count(*) FROM db.t WHERE time >= " + tsLiteral(mid)},
+		{"min-max-time", "SELECT min(time), max(time) FROM db.t"},
+		{"host-10min", "SELECT * FROM db.t WHERE host = 'host-7' AND time >= " + tsLiteral(from)},
+		{"last-per-host", "SELECT host, arg_max(usage_user, time), max(time) FROM db.t GROUP BY host"},
+	}
+	for _, q := range queries {
+		b.Run(q.name, func(b *testing.B) {
+			c := sqlClient(b, d.apronAddr, nil)
+			var lat []time.Duration
+			var rows int64
+			for b.Loop() {
+				for range 100 {
+					start := time.Now()
+					r, err := flightSQLQuery(context.Background(), c, q.sql)
+					n, _, _ := drainArrow(b, r, err)
+					lat = append(lat, time.Since(start))
+					rows += n
+				}
+			}
+			slices.Sort(lat)
+			ms := func(p float64) float64 {
+				return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
+			}
+			b.ReportMetric(ms(0.50), "p50-ms")
+			b.ReportMetric(ms(0.99), "p99-ms")
+			b.ReportMetric(float64(rows)/float64(len(lat)), "rows/query")
+		})
+	}
+}
