@@ -128,8 +128,10 @@ type Engine struct {
 	pooled sync.Map // uint64 → struct{}
 
 	views viewSync
-	// parses keeps the parse trees of recent statements (parsecache.go).
+	// parses and shapes keep what repeats from one run of a statement to
+	// the next (parsecache.go).
 	parses *parseCache
+	shapes *shapeCache
 	// evalTemplate is a serialized statement time bounds are evaluated
 	// with (see evalTimes).
 	evalTemplate string
@@ -198,7 +200,8 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
 		procs:   &procBoost{extra: cfg.ExtraProcs},
-		parses:  newParseCache(defaultParseCacheBytes),
+		parses:  newLRU[string, *parsed](defaultParseCacheBytes),
+		shapes:  newLRU[shapeKey, *shape](defaultShapeCacheEntries),
 		scanMem: buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
@@ -296,11 +299,12 @@ type Stats struct {
 	CacheHits, CacheFetches, CacheFetchedBytes, CacheEvictions int64
 	CacheBytes                                                 int64
 	CacheFiles                                                 int
-	// The parse cache (parsecache.go): statements found there or parsed,
-	// what it holds now.
+	// The parse and shape caches (parsecache.go): statements found there
+	// or not, what they hold now.
 	ParseHits, ParseMisses uint64
 	ParseEntries           int
 	ParseBytes             int64
+	ShapeHits, ShapeMisses uint64
 }
 
 // Stats describes the engine now.
@@ -312,6 +316,7 @@ func (e *Engine) Stats() Stats {
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
+	st.ShapeHits, st.ShapeMisses, _, _ = e.shapes.stats()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
 		st.CacheFetchedBytes = c.fetchedBytes.Load()

@@ -2,89 +2,52 @@
 
 package query
 
-import (
-	"container/list"
-	"sync"
+import "github.com/apache/arrow-go/v18/arrow"
+
+// The engine keeps two caches of what repeats from one run of a statement
+// to the next (a dashboard's query every few seconds; every Flight SQL
+// query twice, at GetFlightInfo and again at DoGet):
+//
+// parseCache holds parse trees by statement text. A parse depends on the
+// text alone (json_serialize_sql resolves no name), so what admission then
+// checks against the catalog and the caller's permissions is checked
+// again on every use, on the cached tree. Trees are shared between
+// goroutines and never modified: every reader of a tree (admission,
+// pruning, column metadata, direct scans, DELETE) only reads it. Errors
+// of the parse (not a SELECT; a syntax error) are kept too: they are as
+// deterministic as trees. The cost of an entry is the size of its
+// serialized tree, a fair measure of its memory.
+//
+// shapeCache holds the result and parameter schemas of queries by
+// statement text, current database and catalog version: Prepare (Flight
+// SQL GetFlightInfo, CreatePreparedStatement) of a query seen before at
+// this catalog version is admitted again but not prepared on DuckDB. The
+// schemas depend on nothing else: the views' columns change only with the
+// catalog's version, and DuckDB's settings are locked.
+type (
+	parseCache = lru[string, *parsed]
+	shapeCache = lru[shapeKey, *shape]
 )
 
-// parseCache keeps the parse trees of recent statements, so that a
-// statement seen again (a dashboard's query every few seconds, and every
-// query twice: once at GetFlightInfo, once at DoGet) is not parsed by
-// json_serialize_sql again. A parse depends on the text alone (the parser
-// resolves no name), so the text is the key; what admission then checks
-// against the catalog and the caller's permissions is checked again on
-// every use.
-//
-// Trees handed out are shared between goroutines and must never be
-// modified: every reader of a tree (admission, pruning, column metadata,
-// direct scans, DELETE) only reads it.
-//
-// The cache is bounded by the size of the serialized trees it holds (a
-// fair measure of their memory), least recently used out first; a
-// statement whose tree alone is over an eighth of the bound is not kept.
-// Errors of the parse (not a SELECT; a syntax error) are kept as well:
-// they are as deterministic as trees.
-type parseCache struct {
-	mu      sync.Mutex
-	max     int64
-	size    int64
-	entries map[string]*list.Element
-	lru     list.List // of *parsed, most recent first
-	hits    uint64
-	misses  uint64
-}
-
 type parsed struct {
-	sql  string
 	tree map[string]any
 	err  error
-	cost int64
 }
 
-// defaultParseCacheBytes bounds the cache: 16 MiB of serialized trees,
-// a few hundred dashboard queries, ~50-80 MiB of heap at most.
-const defaultParseCacheBytes = 16 << 20
-
-func newParseCache(max int64) *parseCache {
-	return &parseCache{max: max, entries: make(map[string]*list.Element)}
+type shapeKey struct {
+	sql, database string
+	version       uint64
 }
 
-func (c *parseCache) get(sql string) (*parsed, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[sql]
-	if !ok {
-		c.misses++
-		return nil, false
-	}
-	c.hits++
-	c.lru.MoveToFront(el)
-	return el.Value.(*parsed), true
+type shape struct {
+	schema, params *arrow.Schema
+	untypedResult  bool
 }
 
-func (c *parseCache) put(p *parsed) {
-	p.cost += int64(len(p.sql))
-	if c.max <= 0 || p.cost > c.max/8 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[p.sql]; ok {
-		return
-	}
-	c.entries[p.sql] = c.lru.PushFront(p)
-	c.size += p.cost
-	for c.size > c.max {
-		el := c.lru.Back()
-		old := el.Value.(*parsed)
-		c.lru.Remove(el)
-		delete(c.entries, old.sql)
-		c.size -= old.cost
-	}
-}
-
-func (c *parseCache) stats() (hits, misses uint64, entries int, bytes int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hits, c.misses, len(c.entries), c.size
-}
+const (
+	// defaultParseCacheBytes bounds the parse cache: 16 MiB of serialized
+	// trees, a few hundred dashboard queries, ~50-80 MiB of heap at most.
+	defaultParseCacheBytes = 16 << 20
+	// defaultShapeCacheEntries bounds the shape cache (each costs 1).
+	defaultShapeCacheEntries = 4096
+)

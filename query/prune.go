@@ -166,22 +166,21 @@ func (e *Engine) parseSQL(c *conn, sql string) (map[string]any, error) {
 		// Not kept: the failure may be the connection's, not the text's.
 		return nil, fmt.Errorf("serializing: %v", err)
 	}
-	p := &parsed{sql: sql, cost: int64(len(rows[0][0]))}
 	var tree map[string]any
 	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
 		return nil, err
 	}
+	p := &parsed{tree: tree}
 	if tree["error"] != false {
 		msg, _ := tree["error_message"].(string)
+		p.tree = nil
 		if tree["error_type"] == "not implemented" {
 			p.err = &notSelect{msg: msg}
 		} else {
 			p.err = newError(ErrSyntax, "%s", msg)
 		}
-	} else {
-		p.tree = tree
 	}
-	e.parses.put(p)
+	e.parses.put(sql, p, int64(len(sql)+len(rows[0][0])))
 	return p.tree, p.err
 }
 

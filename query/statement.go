@@ -106,9 +106,18 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		st.Kind, st.insert = KindInsert, ins
 		source = ins.source
 	}
+	version := e.wb.Catalog().Version()
 	a, err := e.admit(ctx, source, database)
 	if err != nil {
 		return nil, err
+	}
+	key := shapeKey{sql: source, database: database, version: version}
+	if st.Kind == KindQuery {
+		if sh, ok := e.shapes.get(key); ok {
+			st.Databases = a.databases
+			st.Schema, st.Params, st.untypedResult = sh.schema, sh.params, sh.untypedResult
+			return st, nil
+		}
 	}
 	c, err := e.acquire(ctx, a.systemOnly())
 	if err != nil {
@@ -145,6 +154,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	}
 	st.Schema = e.labelSchema(st.Schema, a, database)
 	st.untypedResult = untypedResult(stmt)
+	e.shapes.put(key, &shape{schema: st.Schema, params: st.Params, untypedResult: st.untypedResult}, 1)
 	return st, nil
 }
 
