@@ -148,6 +148,8 @@ type Engine struct {
 	chunksScanned atomic.Int64 // buffered chunks read by scans
 	chunksPruned  atomic.Int64 // buffered chunks skipped by time pruning
 	directScans   atomic.Int64 // queries streamed as direct scans
+	// metaChunks and metaFiles are counted from metadata (metacount.go).
+	metaChunks, metaFiles atomic.Int64
 	// scanMem allocates the batches direct scans build; they are released
 	// once sent, and reused.
 	scanMem *buffer.Recycler
@@ -305,6 +307,9 @@ type Stats struct {
 	ParseEntries           int
 	ParseBytes             int64
 	ShapeHits, ShapeMisses uint64
+	// Chunks and files counted from their metadata (metacount.go), not
+	// read.
+	MetaChunks, MetaFiles int64
 }
 
 // Stats describes the engine now.
@@ -317,6 +322,7 @@ func (e *Engine) Stats() Stats {
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
 	st.ShapeHits, st.ShapeMisses, _, _ = e.shapes.stats()
+	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
 		st.CacheFetchedBytes = c.fetchedBytes.Load()
@@ -375,7 +381,11 @@ func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database strin
 	if r := e.direct(ctx, c, stmt); r != nil {
 		return r, nil
 	}
-	return e.execute(ctx, c, stmt)
+	r, err := e.execute(ctx, c, stmt)
+	if err != nil {
+		return nil, err
+	}
+	return e.withMeta(c, r), nil
 }
 
 // prepareOn prepares the admitted statement a on c with database

@@ -37,6 +37,9 @@ type queryState struct {
 	databases map[string]bool
 	// direct is set when the statement is a direct scan (direct.go).
 	direct *directScan
+	// meta is set when the statement's answer is completed from the
+	// metadata of chunks and files (metacount.go).
+	meta *metaAgg
 	// who runs the query (admitted.who): the system tables show it only
 	// what it may see.
 	who *auth.Principal
@@ -75,7 +78,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	for _, d := range a.databases {
 		qs.databases[strings.ToLower(d)] = true
 	}
-	b, err := e.timeBounds(c, a.tree)
+	b, exact, err := e.timeBoundsExact(c, a.tree)
 	if err == nil {
 		qs.bounds = b
 	} else {
@@ -83,6 +86,9 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	}
 	if !a.explain {
 		qs.direct, _ = directScanOf(a.tree, c.schema, e.wb.Catalog())
+		if qs.direct == nil && err == nil {
+			qs.meta = metaAggOf(a.tree, c.schema, exact)
+		}
 	}
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
 	qs.view = e.wb.View()
@@ -96,6 +102,13 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 type tableRef struct {
 	key          buffer.TableKey
 	lower, upper []any
+	// lowerStrict[i] says lower[i] is compared with > (not >=);
+	// upperStrict likewise with <.
+	lowerStrict, upperStrict []bool
+	// partial says the WHERE clause holds more than bounds on time (or
+	// something not understood), so rows within the bounds may still not
+	// match: exact bounds (exactBounds) are then unknown.
+	partial bool
 }
 
 // timeBounds collects, from a statement parsed by json_serialize_sql, the
@@ -104,8 +117,30 @@ type tableRef struct {
 // table, the hull of its references' bounds. Only tables with a finite
 // bound appear.
 func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]timeBounds, error) {
+	b, _, err := e.timeBoundsExact(c, tree)
+	return b, err
+}
+
+// timeBoundsExact is timeBounds, and also, for each table the statement
+// refers to exactly once in a SELECT whose WHERE clause is nothing but
+// bounds on time (or absent), the rows that match for certain: every row
+// whose time lies within exact[table] satisfies that WHERE clause (a
+// conjunction of comparisons of time with constants holds on an interval
+// of times; exact is that interval narrowed by the evaluation's
+// uncertainty, empty when a bound is NULL).
+func (e *Engine) timeBoundsExact(c *conn, tree map[string]any) (bounds, exact map[buffer.TableKey]timeBounds, err error) {
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
+	refs := make(map[buffer.TableKey]int, len(w.refs))
+	for _, r := range w.refs {
+		refs[r.key]++
+	}
+	exact = make(map[buffer.TableKey]timeBounds)
+	for _, r := range w.refs {
+		if refs[r.key] == 1 && !r.partial && len(r.lower)+len(r.upper) == 0 {
+			exact[r.key] = allTime
+		}
+	}
 	// Evaluate every bound expression in one query.
 	var exprs []any
 	for _, r := range w.refs {
@@ -113,28 +148,47 @@ func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]t
 		exprs = append(exprs, r.upper...)
 	}
 	if len(exprs) == 0 {
-		return nil, nil
+		return nil, exact, nil
 	}
 	vals, err := e.evalTimes(c, exprs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[buffer.TableKey]timeBounds)
 	unbounded := make(map[buffer.TableKey]bool)
 	i := 0
 	for _, r := range w.refs {
-		b := allTime
-		for range r.lower {
-			if v := vals[i]; v.ok {
+		b, sure := allTime, allTime
+		for j := range r.lower {
+			v := vals[i]
+			if v.ok {
 				b.min = max(b.min, v.lo)
+				lo := v.hi
+				if r.lowerStrict[j] {
+					lo = satAdd(lo, 1)
+				}
+				sure.min = max(sure.min, lo)
+			} else {
+				sure = emptyTime // NULL or not understood: no row is sure
 			}
 			i++
 		}
-		for range r.upper {
-			if v := vals[i]; v.ok {
+		for j := range r.upper {
+			v := vals[i]
+			if v.ok {
 				b.max = min(b.max, v.hi)
+				hi := v.lo
+				if r.upperStrict[j] {
+					hi = satSub(hi, 1)
+				}
+				sure.max = min(sure.max, hi)
+			} else {
+				sure = emptyTime
 			}
 			i++
+		}
+		if refs[r.key] == 1 && !r.partial {
+			exact[r.key] = sure
 		}
 		if b == allTime {
 			unbounded[r.key] = true
@@ -148,8 +202,11 @@ func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]t
 	for k := range unbounded {
 		delete(out, k)
 	}
-	return out, nil
+	return out, exact, nil
 }
+
+// emptyTime bounds no time at all.
+var emptyTime = timeBounds{math.MaxInt64, math.MinInt64}
 
 // parseSQL parses sql with DuckDB's json_serialize_sql. A statement that
 // is not a SELECT (json_serialize_sql serializes no other kind) is a
@@ -273,27 +330,33 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 		}
 	case "COMPARE_BETWEEN":
 		if isTime(x["input"]) && isConstant(x["lower"]) && isConstant(x["upper"]) {
-			r.lower = append(r.lower, x["lower"])
-			r.upper = append(r.upper, x["upper"])
+			r.lower, r.lowerStrict = append(r.lower, x["lower"]), append(r.lowerStrict, false)
+			r.upper, r.upperStrict = append(r.upper, x["upper"]), append(r.upperStrict, false)
+		} else {
+			r.partial = true
 		}
 	case "COMPARE_EQUAL", "COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO", "COMPARE_LESSTHAN", "COMPARE_LESSTHANOREQUALTO":
 		op, left, right := x["type"].(string), x["left"], x["right"]
 		if !isTime(left) {
 			if !isTime(right) {
+				r.partial = true
 				return
 			}
 			left, right = right, left
 			op = strings.NewReplacer("GREATER", "LESS", "LESS", "GREATER").Replace(op)
 		}
 		if !isConstant(right) {
+			r.partial = true
 			return
 		}
 		if op == "COMPARE_EQUAL" || strings.HasPrefix(op, "COMPARE_GREATER") {
-			r.lower = append(r.lower, right)
+			r.lower, r.lowerStrict = append(r.lower, right), append(r.lowerStrict, op == "COMPARE_GREATERTHAN")
 		}
 		if op == "COMPARE_EQUAL" || strings.HasPrefix(op, "COMPARE_LESS") {
-			r.upper = append(r.upper, right)
+			r.upper, r.upperStrict = append(r.upper, right), append(r.upperStrict, op == "COMPARE_LESSTHAN")
 		}
+	default:
+		r.partial = true
 	}
 }
 

@@ -296,6 +296,12 @@ func apron_scan_init(p unsafe.Pointer) {
 		bounds := withCutoff(view, bd.key, bd.bounds)
 		g.chunks = bd.e.snapshot(view, bd.key, bounds)
 		g.files = bd.e.persistedFiles(view, bd.key, bounds)
+		if bd.qs != nil && bd.qs.meta != nil && bd.qs.meta.key == lowerKey(bd.key.Database, bd.key.Table) {
+			var nc, nf int64
+			g.chunks, g.files, nc, nf = bd.qs.meta.claim(g.chunks, g.files, view.Cutoff(bd.key.Database))
+			bd.e.metaChunks.Add(nc)
+			bd.e.metaFiles.Add(nf)
+		}
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)
 	// A file's row groups are read by as many threads: count as many as

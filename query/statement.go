@@ -341,7 +341,7 @@ func (e *Engine) runRow(ctx context.Context, a *admitted, database string, param
 		}
 		return nil, err
 	}
-	return r, nil
+	return e.withMeta(c, r), nil
 }
 
 // rowsReader streams the results of one execution per parameter row, each

@@ -1,0 +1,145 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// TestMetaCounts checks counts and time extremes served from metadata
+// (metacount.go) against a plain DuckDB holding the same rows, with rows
+// in persisted files and in the buffer, bounds falling on chunk edges,
+// inside chunks and between them, strict and not, in every literal type,
+// and shapes that must not be served from metadata.
+func TestMetaCounts(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE)`)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var times []int64
+	const segs = 6
+	for seg := range segs {
+		for range 3 {
+			n := 500 + rng.IntN(3000)
+			ts, host, usage := make([]any, n), make([]any, n), make([]any, n)
+			start := base + int64(seg)*int64(time.Hour) + rng.Int64N(int64(time.Hour)/2)
+			for i := range n {
+				ts[i] = start + rng.Int64N(int64(20*time.Minute)) // out of order within a batch
+				host[i] = fmt.Sprintf("h%d", rng.IntN(7))
+				if rng.IntN(9) > 0 {
+					usage[i] = float64(rng.IntN(1000)) / 10
+				}
+				times = append(times, ts[i].(int64))
+			}
+			cols := []col{{"time", tsNs, ts}, {"host", arrow.BinaryTypes.String, host}, {"usage", arrow.PrimitiveTypes.Float64, usage}}
+			rec := batch(s.mem, cols...)
+			ref.append("db", "cpu", rec)
+			s.write("db", "cpu", rec)
+		}
+		if seg < segs-2 {
+			s.roll()
+		}
+	}
+	s.waitReleased(t, segs-2)
+
+	// Bounds: at times that occur (chunk and file edges among them), a
+	// nanosecond either side, and between the segments.
+	lit := func(ns int64) string {
+		return "TIMESTAMP_NS '" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + "'"
+	}
+	var points []int64
+	v := s.wb.View()
+	for _, seg := range v.Buffered {
+		for _, c := range v.Chunks(seg, "db", "cpu") {
+			points = append(points, c.MinTime, c.MaxTime)
+			c.Rec.Release()
+		}
+	}
+	for _, ps := range v.Persisted {
+		for _, f := range ps.Files {
+			points = append(points, f.MinTime, f.MaxTime)
+		}
+	}
+	v.Release()
+	if len(points) < 8 {
+		t.Fatalf("%d chunk and file edges: the test needs more", len(points))
+	}
+	for range 12 {
+		p := times[rng.IntN(len(times))]
+		points = append(points, p, p-1, p+1)
+	}
+	points = append(points, base-1, base+int64(2*time.Hour)+int64(40*time.Minute), base+int64(segs)*int64(time.Hour))
+	items := []string{"count(*)", "min(time)", "max(time)", "count(*) AS n, min(time) AS lo, max(cpu.time)", "max(time), count()"}
+	var queries []string
+	for _, it := range items {
+		queries = append(queries, "SELECT "+it+" FROM db.cpu")
+	}
+	for i, p := range points {
+		q := points[(i*7+3)%len(points)]
+		lo, hi := min(p, q), max(p, q)
+		it := items[i%len(items)]
+		queries = append(queries,
+			fmt.Sprintf("SELECT %s FROM db.cpu WHERE time >= %s", it, lit(p)),
+			fmt.Sprintf("SELECT %s FROM db.cpu WHERE time > %s AND time <= %s", it, lit(lo), lit(hi)),
+			fmt.Sprintf("SELECT %s FROM db.cpu WHERE time BETWEEN %s AND %s", it, lit(lo), lit(hi)),
+			fmt.Sprintf("SELECT %s FROM db.cpu WHERE %s > time", it, lit(p)),
+			fmt.Sprintf("SELECT %s FROM db.cpu WHERE time = %s", it, lit(p)),
+			fmt.Sprintf("SELECT %s FROM db.cpu WHERE time >= TIMESTAMP '%s' AND time < CAST('%s' AS TIMESTAMP_MS)", it,
+				time.Unix(0, lo).UTC().Format("2006-01-02 15:04:05.999999"), time.Unix(0, hi).UTC().Format("2006-01-02 15:04:05.999")),
+		)
+	}
+	queries = append(queries,
+		"SELECT count(*) FROM db.cpu WHERE time >= DATE '2024-03-01' AND time < DATE '2024-03-02'",
+		"SELECT count(*), min(time) FROM db.cpu WHERE time >= NULL",
+		"SELECT count(*), max(time) FROM db.cpu WHERE time > "+lit(base+int64(10*time.Hour)),
+		"SELECT count(*) FROM db.cpu WHERE time < CAST(now() AS TIMESTAMP) AND time > CAST(now() AS TIMESTAMP) - INTERVAL 100000 DAY",
+		"SELECT count(*) FROM db.cpu c WHERE c.time >= "+lit(points[4]),
+	)
+	before := s.e.Stats()
+	for _, q := range queries {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
+	st := s.e.Stats()
+	if st.MetaChunks == before.MetaChunks || st.MetaFiles == before.MetaFiles {
+		t.Errorf("no chunk or no file counted from metadata: %d chunks, %d files", st.MetaChunks-before.MetaChunks, st.MetaFiles-before.MetaFiles)
+	}
+	// A whole-table count reads no row.
+	before = s.e.Stats()
+	equalRows(t, "count", s.query("SELECT count(*) FROM db.cpu", ""), []string{fmt.Sprint(len(times))})
+	if st := s.e.Stats(); st.ChunksScanned-before.ChunksScanned != st.MetaChunks-before.MetaChunks || st.RowGroupsScanned != before.RowGroupsScanned {
+		t.Errorf("a whole-table count read rows: %+v then %+v", before, st)
+	}
+
+	// Shapes metadata cannot answer run as before, with the same answers.
+	others := []string{
+		"SELECT count(usage) FROM db.cpu",
+		"SELECT count(*) FROM db.cpu WHERE host = 'h1'",
+		"SELECT count(*) FROM db.cpu WHERE time >= " + lit(points[0]) + " AND host <> 'h2'",
+		"SELECT count(*) FROM db.cpu WHERE time >= " + lit(points[0]) + " OR host = 'h2'",
+		"SELECT host, count(*), min(time) FROM db.cpu GROUP BY host",
+		"SELECT count(*) FROM db.cpu HAVING count(*) > 5",
+		"SELECT count(DISTINCT time) FROM db.cpu",
+		"SELECT count(*) FILTER (WHERE usage > 50) FROM db.cpu",
+		"SELECT min(time) + INTERVAL 1 SECOND FROM db.cpu",
+		"SELECT min(usage), max(time) FROM db.cpu",
+		"SELECT count(*) FROM db.cpu a JOIN db.cpu b USING (time, host)",
+		"SELECT count(*) FROM db.cpu LIMIT 0",
+		"SELECT count(*) FROM (SELECT * FROM db.cpu WHERE usage > 10)",
+		"SELECT (SELECT count(*) FROM db.cpu), count(*) FROM db.cpu WHERE time > " + lit(points[1]),
+	}
+	before = s.e.Stats()
+	for _, q := range others {
+		got, want := sorted(s.query(q, "")), sorted(ref.query(q))
+		equalRows(t, q, got, want)
+	}
+	if st := s.e.Stats(); st.MetaChunks != before.MetaChunks || st.MetaFiles != before.MetaFiles {
+		t.Errorf("a shape metadata cannot serve was served from it: %d chunks, %d files", st.MetaChunks-before.MetaChunks, st.MetaFiles-before.MetaFiles)
+	}
+}
