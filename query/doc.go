@@ -127,6 +127,27 @@
 // what was read and what was skipped. DuckDB still applies the WHERE clause to the rows
 // that remain, so pruning only has to be conservative, never exact.
 //
+// # Counts from metadata
+//
+// SELECT count(*), min(time), max(time) (any of them, nothing else) over
+// one table, with no WHERE clause or one made only of bounds on time, is
+// run by DuckDB over the chunks and files that straddle a bound only:
+// those whose every row matches for certain are added up from their row
+// counts and [MinTime, MaxTime], and DuckDB's single row is completed
+// with them (metacount.go). A count of a whole table reads no row.
+//
+// # What repeats is not redone
+//
+// A Flight SQL query is prepared twice (GetFlightInfo, then DoGet), and
+// dashboards send the same statements again and again. Parse trees are
+// kept by statement text (json_serialize_sql costs more than the rest of
+// admission), the result and parameter schemas of queries by text,
+// database and catalog version (so a GetFlightInfo seen before takes no
+// slot and prepares nothing on DuckDB), and each pooled connection keeps
+// BEGIN TRANSACTION READ ONLY and ROLLBACK prepared (parsecache.go).
+// Admission's checks against the catalog and the caller's permissions run
+// again on every use.
+//
 // # Connections
 //
 // A query runs on a connection of its own, taken from a pool bounded by
