@@ -250,6 +250,7 @@ func (s *server) openQueries(context.Context) error {
 		return err
 	}
 	s.eng = eng
+	s.reg.MustRegister(eng.Collectors()...)
 	s.closers.add("the query engine", func() error {
 		if s.leaked {
 			return nil // queries still read it: left to the exit

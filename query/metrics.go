@@ -1,0 +1,31 @@
+//go:build duckdb_arrow
+
+package query
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Collectors returns Prometheus collectors of the engine's Stats: what
+// its scans read and skipped, and how often its caches answered.
+func (e *Engine) Collectors() []prometheus.Collector {
+	counter := func(name, help string, v func(Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return v(e.Stats()) })
+	}
+	gauge := func(name, help string, v func(Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(e.Stats()) })
+	}
+	return []prometheus.Collector{
+		counter("apron_query_started_total", "Queries started.", func(s Stats) float64 { return float64(s.Queries) }),
+		gauge("apron_query_active", "Queries running now.", func(s Stats) float64 { return float64(s.Active) }),
+		counter("apron_query_chunks_scanned_total", "Buffered chunks read by scans.", func(s Stats) float64 { return float64(s.ChunksScanned) }),
+		counter("apron_query_chunks_pruned_total", "Buffered chunks skipped by time pruning.", func(s Stats) float64 { return float64(s.ChunksPruned) }),
+		counter("apron_query_files_scanned_total", "Persisted files read by scans.", func(s Stats) float64 { return float64(s.FilesScanned) }),
+		counter("apron_query_files_pruned_total", "Persisted files skipped by time pruning.", func(s Stats) float64 { return float64(s.FilesPruned) }),
+		counter("apron_query_metadata_chunks_total", "Buffered chunks counted from their metadata, not read.", func(s Stats) float64 { return float64(s.MetaChunks) }),
+		counter("apron_query_metadata_files_total", "Persisted files counted from their metadata, not read.", func(s Stats) float64 { return float64(s.MetaFiles) }),
+		counter("apron_query_direct_scans_total", "Queries streamed straight from storage.", func(s Stats) float64 { return float64(s.DirectScans) }),
+		counter("apron_query_parse_cache_hits_total", "Statements whose parse was found in the parse cache.", func(s Stats) float64 { return float64(s.ParseHits) }),
+		counter("apron_query_parse_cache_misses_total", "Statements parsed by DuckDB.", func(s Stats) float64 { return float64(s.ParseMisses) }),
+		counter("apron_query_shape_cache_hits_total", "Prepares answered from the shape cache.", func(s Stats) float64 { return float64(s.ShapeHits) }),
+		counter("apron_query_shape_cache_misses_total", "Prepares prepared on DuckDB.", func(s Stats) float64 { return float64(s.ShapeMisses) }),
+	}
+}
