@@ -71,7 +71,8 @@ func (b *WriteBuffer) openStore() error {
 	if b.cfg.Store == nil {
 		return nil
 	}
-	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry})
+	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry,
+		CreateTemp: b.cfg.PersistCreateTemp})
 	if err != nil {
 		return err
 	}
