@@ -52,6 +52,7 @@ func mountTmpfs(t *testing.T, dir string, size int64) {
 // PutResult before sending the next (else it streams, reading the
 // acknowledgements on the side).
 type diskWriter struct {
+	path  []string // [db, table]; nil: diskfull.t
 	base  int64
 	wait  bool
 	acked int64 // rows acknowledged, from base on
@@ -71,7 +72,11 @@ func (w *diskWriter) run(ctx context.Context, c flight.Client, mem memory.Alloca
 	}
 	fw := flight.NewRecordWriter(stream, ipc.WithSchema(idSchema), ipc.WithAllocator(mem))
 	defer fw.Close()
-	fw.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"diskfull", "t"}})
+	path := w.path
+	if path == nil {
+		path = []string{"diskfull", "t"}
+	}
+	fw.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: path})
 	acks := make(chan error, 1)
 	var mu sync.Mutex
 	recvOne := func() error {
@@ -228,13 +233,17 @@ func TestDiskFull(t *testing.T) {
 	srv.Stop(t)
 }
 
-// checkAcked: every writer's acknowledged ids are in diskfull.t once (rows
+// checkAcked: every writer's acknowledged ids are in its table once (rows
 // written but not acknowledged may be there too).
 func checkAcked(t *testing.T, addr string, writers []*diskWriter, when string) {
 	t.Helper()
 	for _, w := range writers {
-		r := queryOne(t, addr, fmt.Sprintf(`SELECT count(*) AS n, count(DISTINCT id) AS ids FROM diskfull.t WHERE id >= %d AND id < %d`,
-			w.base, w.base+w.acked))
+		table := "diskfull.t"
+		if w.path != nil {
+			table = w.path[0] + "." + w.path[1]
+		}
+		r := queryOne(t, addr, fmt.Sprintf(`SELECT count(*) AS n, count(DISTINCT id) AS ids FROM %s WHERE id >= %d AND id < %d`,
+			table, w.base, w.base+w.acked))
 		if r["n"] != w.acked || r["ids"] != w.acked {
 			t.Errorf("%s: writer (wait %v) had %d rows acknowledged; the table holds %v of them (%v distinct)", when, w.wait, w.acked, r["n"], r["ids"])
 		}

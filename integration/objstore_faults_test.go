@@ -2,16 +2,20 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/storage"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
 
 	"github.com/apron-db/apron/objstore/objstoretest"
 )
@@ -329,4 +333,80 @@ func TestObjectStoreFaults(t *testing.T) {
 	t.Logf("%d rows, %d requests through the proxy, faults injected: %d status, %d reset, %d delay, %d lost success",
 		written, proxy.Requests(), proxy.Injected(objstoretest.FaultStatus), proxy.Injected(objstoretest.FaultReset),
 		proxy.Injected(objstoretest.FaultDelay), proxy.Injected(objstoretest.FaultLostSuccess))
+}
+
+// TestObjectStoreOutageWriters: writers under an object store outage.
+// Closed segments pile up in memory until --buffer-mem-limit; then a
+// writer waiting for each acknowledgement and a streaming one both get
+// RESOURCE_EXHAUSTED promptly (no hang), saying persistence fails and
+// why (the store's 503). Once the store is back, persistence converges,
+// writes are taken again, and every acknowledged row is there once,
+// across a restart.
+func TestObjectStoreOutageWriters(t *testing.T) {
+	t.Parallel()
+	endpoint := startFakeGCS(t)
+	gc := gcsClient(t, endpoint)
+	const bucket = "apron-outage"
+	if err := gc.Bucket(bucket).Create(testCtx(t), "p", nil); err != nil {
+		t.Fatalf("creating bucket: %v", err)
+	}
+	proxy, err := objstoretest.NewFaultProxy(strings.TrimSuffix(endpoint, "/storage/v1/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	dir := t.TempDir()
+	flags := []string{"--object-store", "gcs", "--gcs-endpoint", proxy.URL() + "/storage/v1/", "--gcs-bucket", bucket,
+		"--segment-duration", "1s", "--persist-attempt-timeout", "2s", "--buffer-mem-limit", "48MiB",
+		"--compaction-interval", "1h", "--metrics-addr", "127.0.0.1:0"}
+	srv := startServer(t, dir, flags...)
+	proxy.Inject(objstoretest.MatchUploads, objstoretest.Fault{Kind: objstoretest.FaultStatus, Status: 503}, -1)
+
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Minute)
+	defer cancel()
+	path := []string{"outage", "t"}
+	writers := []*diskWriter{{path: path, base: 0, wait: true}, {path: path, base: 1 << 40, wait: false}}
+	var wg sync.WaitGroup
+	for _, w := range writers {
+		c := flightClient(t, srv.Addr)
+		wg.Go(func() { w.run(ctx, c, mem) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("a writer was still waiting after 2 minutes: hung on the full buffer")
+	}
+	var firstFail time.Time
+	for _, w := range writers {
+		if firstFail.IsZero() || w.failedAt.Before(firstFail) {
+			firstFail = w.failedAt
+		}
+	}
+	for _, w := range writers {
+		code, msg := grpcCode(w.err)
+		t.Logf("writer (wait %v): %d rows acknowledged, then after %s: %v %s", w.wait, w.acked,
+			w.failedAt.Sub(firstFail).Round(time.Millisecond), code, msg)
+		if code != codes.ResourceExhausted || !strings.Contains(msg, "503") {
+			t.Errorf("writer (wait %v): %v %q, want RESOURCE_EXHAUSTED carrying the store's error (503)", w.wait, code, msg)
+		}
+		// The other writer is refused at its next batch: both within
+		// seconds of each other, not at the end of a hang.
+		if d := w.failedAt.Sub(firstFail); d > 10*time.Second {
+			t.Errorf("writer (wait %v) got its error %s after the first refusal: want it promptly", w.wait, d)
+		}
+	}
+	checkAcked(t, srv.Addr, writers, "during the outage")
+
+	proxy.Clear()
+	waitUntil(t, "writes taken again after the outage", func() bool {
+		rec := idRecord(mem, 1<<41, 1)
+		defer rec.Release()
+		_, err := flightPut(testCtx(t), flightClient(t, srv.Addr), path, mem, rec)
+		return err == nil
+	})
+	srv.Kill(t)
+	srv = startServer(t, dir, flags...)
+	checkAcked(t, srv.Addr, writers, "after the outage and a restart")
+	srv.Stop(t)
 }
