@@ -145,7 +145,7 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 		return nil, fmt.Errorf("objstore: gcs client: %w", err)
 	}
 	shouldRetry := func(err error, rc *storage.RetryContext) bool {
-		if cfg.OnAttemptError != nil && !isAnswer(err) {
+		if cfg.OnAttemptError != nil && err != nil && !isAnswer(err) {
 			op := "request"
 			if rc != nil && rc.Operation != "" {
 				op = rc.Operation

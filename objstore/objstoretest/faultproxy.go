@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -167,7 +168,7 @@ func (p *FaultProxy) URL() string { return "http://" + p.ln.Addr().String() }
 // until Clear). Rules apply in the order injected; a request gets the
 // fault of the first rule that matches it and has requests left.
 func (p *FaultProxy) Inject(match Match, f Fault, n int) {
-	if f.Status == 0 {
+	if f.Status == 0 && (f.Kind == FaultStatus || f.Kind == FaultLostSuccess) {
 		f.Status = http.StatusServiceUnavailable
 	}
 	p.mu.Lock()
@@ -241,7 +242,11 @@ func (p *FaultProxy) pick(r *http.Request) (Fault, bool) {
 			rule.left--
 		}
 		p.mu.injected[rule.fault.Kind]++
-		line := fmt.Sprintf("%s %d %s %s", rule.fault.Kind, rule.fault.Status, r.Method, r.URL.Path)
+		line := rule.fault.Kind.String()
+		if rule.fault.Status != 0 {
+			line += " " + strconv.Itoa(rule.fault.Status)
+		}
+		line += " " + r.Method + " " + r.URL.Path
 		if name := r.URL.Query().Get("name"); name != "" {
 			line += " name=" + name
 		}
