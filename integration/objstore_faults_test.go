@@ -357,14 +357,14 @@ func TestObjectStoreOutageWriters(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	dir := t.TempDir()
 	flags := []string{"--object-store", "gcs", "--gcs-endpoint", proxy.URL() + "/storage/v1/", "--gcs-bucket", bucket,
-		"--segment-duration", "1s", "--persist-attempt-timeout", "2s", "--buffer-mem-limit", "48MiB",
+		"--segment-duration", "1s", "--persist-attempt-timeout", "2s", "--buffer-mem-limit", "16MiB",
 		"--compaction-interval", "1h", "--metrics-addr", "127.0.0.1:0"}
 	srv := startServer(t, dir, flags...)
 	proxy.Inject(objstoretest.MatchUploads, objstoretest.Fault{Kind: objstoretest.FaultStatus, Status: 503}, -1)
 
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	path := []string{"outage", "t"}
 	writers := []*diskWriter{{path: path, base: 0, wait: true}, {path: path, base: 1 << 40, wait: false}}
@@ -375,7 +375,7 @@ func TestObjectStoreOutageWriters(t *testing.T) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		t.Fatal("a writer was still waiting after 2 minutes: hung on the full buffer")
+		t.Fatalf("a writer was still waiting after 2 minutes: hung on the full buffer (acknowledged: %d, %d)", writers[0].acked, writers[1].acked)
 	}
 	var firstFail time.Time
 	for _, w := range writers {
