@@ -229,13 +229,23 @@ func (p *FaultProxy) Close() error {
 	return p.srv.Close()
 }
 
-// pick returns the fault for r, if any, and counts it.
+// pick returns the fault for r, if any, and counts it. Matches run
+// outside the lock (MatchUploadOf reads the body).
 func (p *FaultProxy) pick(r *http.Request) (Fault, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.mu.requests++
-	for _, rule := range p.mu.rules {
-		if rule.left == 0 || !rule.match(r) {
+	rules := append([]*faultRule(nil), p.mu.rules...)
+	p.mu.Unlock()
+	for _, rule := range rules {
+		p.mu.Lock()
+		left := rule.left
+		p.mu.Unlock()
+		if left == 0 || !rule.match(r) {
+			continue
+		}
+		p.mu.Lock()
+		if rule.left == 0 { // used up meanwhile
+			p.mu.Unlock()
 			continue
 		}
 		if rule.left > 0 {
@@ -251,6 +261,7 @@ func (p *FaultProxy) pick(r *http.Request) (Fault, bool) {
 			line += " name=" + name
 		}
 		p.mu.log = append(p.mu.log, line)
+		p.mu.Unlock()
 		return rule.fault, true
 	}
 	return Fault{}, false
