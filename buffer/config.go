@@ -11,6 +11,7 @@ import (
 
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -79,6 +80,10 @@ type Config struct {
 	// slow link is not cut off), then the attempt fails, is counted and
 	// logged, and is retried.
 	PersistAttemptTimeout time.Duration
+	// PersistCreateTemp, if set, makes the temporary Parquet files of
+	// persisting and compacting (persist.Config.CreateTemp): tests inject
+	// I/O errors with it. nil is os.CreateTemp.
+	PersistCreateTemp func(dir, pattern string) (persist.TempHandle, error)
 	// StartupStoreTimeout bounds how long Open retries the object store
 	// (listing catalogs, segment files and orphans) before failing.
 	StartupStoreTimeout time.Duration

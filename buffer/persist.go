@@ -48,10 +48,15 @@ type persistState struct {
 	// which it may still write to: the process exit does.
 	abandoned atomic.Bool
 
-	errMu    sync.Mutex
-	lastErr  error     // of the last failed step; nil once a segment persists
-	failures int       // failed attempts since the last persisted segment
-	since    time.Time // first of those failures
+	errMu   sync.Mutex
+	lastErr error // of the last failed step; nil once a segment persists
+	// storeErr is the last error the storage client retried by itself
+	// (NoteStoreAttemptFailure), at storeErrAt: an attempt cut by its
+	// deadline names it, since its own error says only that time ran out.
+	storeErr   error
+	storeErrAt time.Time
+	failures   int       // failed attempts since the last persisted segment
+	since      time.Time // first of those failures
 
 	// storeLogs limits the log lines of failed store requests.
 	storeLogs lograte.Limiter
@@ -66,7 +71,8 @@ func (b *WriteBuffer) openStore() error {
 	if b.cfg.Store == nil {
 		return nil
 	}
-	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry})
+	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry,
+		CreateTemp: b.cfg.PersistCreateTemp})
 	if err != nil {
 		return err
 	}
@@ -346,11 +352,17 @@ func (b *WriteBuffer) retry(ctx context.Context, what string, fn func() error) e
 // instead of hanging the persist unseen.
 func (b *WriteBuffer) attempt(ctx context.Context, size int64, fn func(context.Context) error) error {
 	d := b.cfg.PersistAttemptTimeout + time.Duration(size>>20)*time.Second
+	start := time.Now()
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	err := fn(actx)
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("the object store did not answer within %s (--persist-attempt-timeout, plus 1s per MiB): %w", d, err)
+		b.persist.errMu.Lock()
+		if b.persist.storeErr != nil && !b.persist.storeErrAt.Before(start) {
+			err = fmt.Errorf("%w; the storage client retried meanwhile, last: %v", err, b.persist.storeErr)
+		}
+		b.persist.errMu.Unlock()
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, objstore.ErrExists) {
 		b.countStoreFailure("put", err)
@@ -374,6 +386,7 @@ func (b *WriteBuffer) NoteStoreAttemptFailure(op string, err error) {
 		b.persist.since = time.Now()
 	}
 	b.persist.lastErr = fmt.Errorf("object store %s (retried by the storage client): %w", op, err)
+	b.persist.storeErr, b.persist.storeErrAt = err, time.Now()
 }
 
 func (b *WriteBuffer) countStoreFailure(op string, err error) {

@@ -56,4 +56,19 @@
 // are exactly the rows the server holds from the run. In-flight queries
 // are cancelled and counted nowhere. Every goroutine has returned when Run
 // does, and every Arrow buffer it allocated from Config.Mem is released.
+//
+// # Soak
+//
+// A soak (apron bench soak) is a Run of writers and queriers with a
+// Sampler beside it, scraping the server's /metrics every
+// SoakConfig.Every for the series of DefaultSoakSeries (resident memory,
+// buffered bytes, open fds, goroutines). JudgeGrowth leaves out the
+// warm-up and compares the maximum of the last third of the samples with
+// Factor times the maximum of the first third plus the series' slack:
+// maxima, not means, so that the sawtooth of a buffer filling and
+// persisting, or of the garbage collector, is flat. A metric not exposed
+// fails too (it cannot be vouched for). CountTable and SoakVerdict check
+// that the table holds every acknowledged row once: rows whose
+// acknowledgement was lost may be there too, but no row twice (every row
+// has a time of its own).
 package loadgen

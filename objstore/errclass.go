@@ -43,7 +43,10 @@ func ErrorClass(err error) string {
 			return "client"
 		}
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		// A reset seen while the request is still being sent: the
+		// transport closes the connection under the writer.
+		errors.Is(err, net.ErrClosed):
 		return "connection"
 	}
 	return "other"

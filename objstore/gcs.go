@@ -55,7 +55,9 @@ type GCSConfig struct {
 	// OnAttemptError, if set, is called with every error of a request the
 	// library retries by itself (which callers would otherwise never see:
 	// an outage shows only once every attempt failed), with the
-	// library's name of the operation.
+	// library's name of the operation. Answers are not failures: a
+	// request answered "not found" or "precondition failed" (ErrNotFound,
+	// ErrExists) is not reported.
 	OnAttemptError func(op string, err error)
 	// ChunkTransferTimeout bounds one chunk's transfer of a resumable
 	// upload: a stalled request is cut and retried; 0: 30s.
@@ -143,7 +145,7 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 		return nil, fmt.Errorf("objstore: gcs client: %w", err)
 	}
 	shouldRetry := func(err error, rc *storage.RetryContext) bool {
-		if cfg.OnAttemptError != nil {
+		if cfg.OnAttemptError != nil && err != nil && !isAnswer(err) {
 			op := "request"
 			if rc != nil && rc.Operation != "" {
 				op = rc.Operation
@@ -163,6 +165,14 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 		prefix += "/"
 	}
 	return &GCS{cfg: cfg, client: client, bucket: client.Bucket(cfg.Bucket), prefix: prefix}, nil
+}
+
+// isAnswer says whether err is the store's answer rather than a failure:
+// not found (a probe of a missing object, a lookup before an upload) or a
+// failed precondition (an object that exists).
+func isAnswer(err error) bool {
+	m := mapGCSError("", "", err)
+	return errors.Is(m, ErrNotFound) || errors.Is(m, ErrExists)
 }
 
 // mapGCSError turns not-found and precondition failures into ErrNotFound

@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -48,5 +49,38 @@ func TestGCSAttemptErrorsObserved(t *testing.T) {
 		if !bytes.HasSuffix([]byte(s), []byte(" unavailable")) {
 			t.Errorf("attempt error %q: want class unavailable", s)
 		}
+	}
+}
+
+// TestGCSAttemptAnswersNotReported: a lookup answered "not found" (the
+// readiness probe, a lookup before an upload) is an answer, not a failed
+// attempt: OnAttemptError is not called, so it is neither counted nor
+// reported as the last persist error.
+func TestGCSAttemptAnswersNotReported(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error": {"code": 404, "message": "Not Found", "errors": [{"reason": "notFound"}]}}`))
+	}))
+	defer srv.Close()
+	var mu sync.Mutex
+	var seen []string
+	g, err := NewGCS(context.Background(), GCSConfig{Bucket: "b", Endpoint: srv.URL + "/storage/v1/", MaxAttempts: 3,
+		OnAttemptError: func(op string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, op+" "+err.Error())
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.Attributes(context.Background(), "missing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Attributes of a missing object: %v, want ErrNotFound", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 0 {
+		t.Fatalf("a not-found answer reported as attempt errors: %q", seen)
 	}
 }

@@ -90,7 +90,7 @@ func (s *Store) readForCompaction(ctx context.Context, f File, in CompactInput) 
 		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
 	}
 	defer r.Close()
-	tmp, err := os.CreateTemp(s.tmpDir, "compact-*.parquet")
+	tmp, err := s.createTemp("compact-*.parquet")
 	if err != nil {
 		return nil, err
 	}

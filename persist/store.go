@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -26,6 +27,8 @@ type Store struct {
 	log     *slog.Logger
 	// tmpDir is <data-dir>/persist: Parquet files being written.
 	tmpDir string
+	// createTempFn is Config.CreateTemp.
+	createTempFn func(dir, pattern string) (TempHandle, error)
 	// writerID names this data dir in the segment files it persists, so
 	// that startup can tell its own segments from another server's.
 	writerID string
@@ -51,6 +54,28 @@ type Config struct {
 	// RemoveOrphans) run each store request through it; nil runs it once.
 	// The other steps make one attempt: their caller retries them.
 	Retry func(ctx context.Context, what string, fn func() error) error
+	// CreateTemp, if set, makes the temporary files of persisting and
+	// compacting (in <data-dir>/persist) instead of os.CreateTemp: tests
+	// inject I/O errors with it.
+	CreateTemp func(dir, pattern string) (TempHandle, error)
+}
+
+// TempHandle is an open temporary file, as *os.File is one.
+type TempHandle interface {
+	io.Reader
+	io.Writer
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Name() string
+}
+
+// createTemp makes a temporary file in <data-dir>/persist.
+func (s *Store) createTemp(pattern string) (TempHandle, error) {
+	if s.createTempFn != nil {
+		return s.createTempFn(s.tmpDir, pattern)
+	}
+	return os.CreateTemp(s.tmpDir, pattern)
 }
 
 // Open returns the Store of cfg.DataDir: it reads the data dir's writer id
@@ -63,7 +88,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Retry == nil {
 		cfg.Retry = func(_ context.Context, _ string, fn func() error) error { return fn() }
 	}
-	s := &Store{objects: cfg.Objects, log: cfg.Logger, retry: cfg.Retry}
+	s := &Store{objects: cfg.Objects, log: cfg.Logger, retry: cfg.Retry, createTempFn: cfg.CreateTemp}
 	id, err := writerID(cfg.DataDir)
 	if err != nil {
 		return nil, err

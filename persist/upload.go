@@ -63,7 +63,7 @@ func (p *Part) Object() string {
 // TempFile is a Part written as Parquet into a temporary file of the data
 // dir, to be uploaded by UploadParquet.
 type TempFile struct {
-	f    *os.File
+	f    TempHandle
 	file File
 }
 
@@ -85,7 +85,7 @@ func (t *TempFile) Remove() {
 // (see writePartition).
 func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ *TempFile, err error) {
 	name := p.Object()
-	f, err := os.CreateTemp(s.tmpDir, "part-*.parquet")
+	f, err := s.createTemp("part-*.parquet")
 	if err != nil {
 		return nil, err
 	}

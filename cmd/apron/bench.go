@@ -42,6 +42,7 @@ type benchFlags struct {
 	tags         int
 	report       string
 	reportFormat string
+	soak         soakFlags // apron bench soak
 
 	writers   int
 	batchRows int
@@ -67,6 +68,10 @@ with --report FILE every interval as CSV or JSON.
   query   --concurrency clients running a mix of SQL on the table (see
           --queries, or --sql FILE): latency from Execute to the last row.
   mixed   both at once; the queries start with the first batch written.
+  soak    mixed, for long (--duration 10m by default), sampling the
+          server's /metrics (--metrics-url) to fail if its memory, buffer,
+          open files or goroutines grow without bound, or if an
+          acknowledged row is missing from the table at the end.
 
 Rows name hosts host-0 … host-<tags-1>, and queries ask for the same hosts,
 so run 'apron bench query' with the --tags of the write that filled the
@@ -74,7 +79,7 @@ table. The exit code is 1 if any operation failed.`
 
 func newBenchCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "bench write|query|mixed [flags]",
+		Use:   "bench write|query|mixed|soak [flags]",
 		Short: "Measure a server: synthetic writes, queries or both, with throughput and latency",
 		Long:  benchLong,
 		Example: `  apron bench write --writers 16 --batch-rows 1000 --duration 30s
@@ -85,7 +90,7 @@ func newBenchCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			return errUsage
 		},
 	}
-	for _, kind := range []string{"write", "query", "mixed"} {
+	for _, kind := range []string{"write", "query", "mixed", "soak"} {
 		cmd.AddCommand(newBenchSubcommand(kind, &benchFlags{}, stdout, stderr))
 	}
 	return cmd
@@ -97,6 +102,7 @@ func newBenchSubcommand(kind string, f *benchFlags, stdout, stderr io.Writer) *c
 		"write": "Stream synthetic rows into a table and report rows/s and acknowledgement latency",
 		"query": "Run a mix of queries on a table and report queries/s and latency by query",
 		"mixed": "Write and query at once, reported side by side",
+		"soak":  soakShort,
 	}[kind]
 	cmd := &cobra.Command{
 		Use:   kind + " [flags]",
@@ -147,6 +153,9 @@ func newBenchSubcommand(kind string, f *benchFlags, stdout, stderr io.Writer) *c
 		cmd.RegisterFlagCompletionFunc("queries", cobra.FixedCompletions(loadgen.BuiltinKinds(), cobra.ShellCompDirectiveNoFileComp))
 	} else {
 		fs.MarkHidden("timeout") // a write stream lasts the whole run
+	}
+	if kind == "soak" {
+		f.soak.addTo(cmd, f)
 	}
 	cmd.RegisterFlagCompletionFunc("report-format", cobra.FixedCompletions([]cobra.Completion{"csv", "json", "jsonl"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -251,6 +260,9 @@ func runBench(ctx context.Context, f *benchFlags, kind string, cfg loadgen.Confi
 		cfg.Report = sink
 	}
 	fmt.Fprintf(stderr, "apron bench %s: %s at %s, %s.%s, for %s\n", kind, describeBench(cfg), f.conn.host, cfg.DB, cfg.Table, cfg.Duration)
+	if kind == "soak" {
+		return runSoak(ctx, f, cfg, stdout, stderr)
+	}
 
 	sum, err := loadgen.Run(f.conn.callContext(ctx), cfg)
 	if sum != nil {
