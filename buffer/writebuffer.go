@@ -486,9 +486,13 @@ func (b *WriteBuffer) Close() error {
 	}
 	b.metrics.unregister()
 	if b.persist.abandoned.Load() {
-		// The persister still runs and may write to the data dir: it
-		// stays locked until the process exits.
-		return errors.Join(errs...)
+		select {
+		case <-b.persist.done: // it stopped after all
+		default:
+			// The persister still runs and may write to the data dir: it
+			// stays locked until the process exits.
+			return errors.Join(errs...)
+		}
 	}
 	if err := b.lock.release(); err != nil {
 		errs = append(errs, fmt.Errorf("buffer: unlocking the data dir: %w", err))
