@@ -146,6 +146,13 @@ class Apron(Server):
                "--data-dir", self.dir, "--without-auth"] + extra_flags
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT)
         self.uri = f"grpc://127.0.0.1:{self.port}"
+        try:
+            self._setup()
+        except BaseException:
+            super().stop()
+            raise
+
+    def _setup(self):
         deadline = time.monotonic() + 120
         while True:
             with open(self.logpath) as f:
@@ -206,6 +213,13 @@ class QuestDB(Server):
                    QDB_CAIRO_COMMIT_MODE=commit_mode)
         cmd = ["java"] + java_opts + ["-p", jar, "-m", "io.questdb/io.questdb.ServerMain", "-d", root]
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
+        try:
+            self._setup()
+        except BaseException:
+            super().stop()
+            raise
+
+    def _setup(self):
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -266,10 +280,12 @@ class QuestDB(Server):
 
 # ------------------------------------------------------------- writers
 
-def writer_proc(system, addr, table, writer, batch_rows, start_at, seconds, out_q):
+def writer_proc(system, addr, table, writer, batch_rows, start, seconds, ready_q, out_q):
     """One writer (its own process): 1,000-row batches one at a time, each
-    sent once the previous one is acknowledged, from start_at for seconds.
-    Puts its acknowledgement latencies (seconds) on out_q."""
+    sent once the previous one is acknowledged, for seconds from the time
+    the parent puts in start (a shared double) once every writer has said
+    on ready_q that it is connected. Puts its acknowledgement latencies
+    (seconds) on out_q."""
     rng = np.random.default_rng(writer)
     h = (np.arange(batch_rows) + writer) % HOSTS
     user = rng.random(batch_rows) * 60
@@ -283,13 +299,24 @@ def writer_proc(system, addr, table, writer, batch_rows, start_at, seconds, out_
     lat = []
     errors = []
     try:
-        _write(system, addr, table, writer, batch_rows, start_at, seconds, tmpl, lat)
+        _write(system, addr, table, writer, batch_rows, start, seconds, tmpl, lat, ready_q)
     except Exception as e:  # reported by the parent; the latencies so far still count
         errors.append(f"{system} writer {writer}: {type(e).__name__}: {e}")
     out_q.put((lat, errors))
 
 
-def _write(system, addr, table, writer, batch_rows, start_at, seconds, tmpl, lat):
+def _wait_start(start, ready_q):
+    """Says it is ready, then waits for the parent to set the start time;
+    returns it."""
+    ready_q.put(True)
+    while start.value == 0:
+        time.sleep(0.001)
+    while time.time() < start.value:
+        time.sleep(0.0005)
+    return start.value
+
+
+def _write(system, addr, table, writer, batch_rows, start, seconds, tmpl, lat, ready_q):
     import pandas as pd
     offsets = np.arange(batch_rows, dtype=np.int64) * 1000
     counter = 0
@@ -301,8 +328,7 @@ def _write(system, addr, table, writer, batch_rows, start_at, seconds, tmpl, lat
         schema = pa.schema([("time", pa.timestamp("ns")), ("host", pa.string()), ("region", pa.string())]
                            + [(c, pa.float64()) for c in FLOATS] + [("requests", pa.int64())])
         put, acks = client.do_put(flight.FlightDescriptor.for_path(DB, table), schema)
-        while time.time() < start_at:
-            time.sleep(0.001)
+        start_at = _wait_start(start, ready_q)
         while time.time() < start_at + seconds:
             now = time.time_ns() // 1000 * 1000
             t0 = time.perf_counter()
@@ -323,8 +349,7 @@ def _write(system, addr, table, writer, batch_rows, start_at, seconds, tmpl, lat
         df["host"] = df["host"].astype("category")
         df["region"] = df["region"].astype("category")
         with Sender.from_conf(f"http::addr={addr};auto_flush=off;") as s:
-            while time.time() < start_at:
-                time.sleep(0.001)
+            start_at = _wait_start(start, ready_q)
             while time.time() < start_at + seconds:
                 now = time.time_ns() // 1000 * 1000
                 t0 = time.perf_counter()
@@ -342,12 +367,19 @@ def run_writers(server, table, writers, seconds, batch_rows=1000, during=None, s
     run longer. Returns (latencies, peak rss, rows)."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
+    ready = ctx.Queue()
+    start = ctx.Value("d", 0.0, lock=False)
     addr = server.uri if server.name == "Apron" else f"127.0.0.1:{server.http}"
-    start_at = time.time() + 3.0 + 0.3 * writers  # time for the processes to import and connect
-    procs = [ctx.Process(target=writer_proc, args=(server.name, addr, table, w, batch_rows, start_at, seconds, q))
+    procs = [ctx.Process(target=writer_proc, args=(server.name, addr, table, w, batch_rows, start, seconds, ready, q))
              for w in range(writers)]
     for p in procs:
         p.start()
+    # Start-up (imports, connecting) is over in every writer before any
+    # measures: on 2 busy cores it takes seconds.
+    for _ in procs:
+        ready.get(timeout=300)
+    start_at = time.time() + 0.2
+    start.value = start_at
     while time.time() < start_at:
         time.sleep(0.01)
     peak = 0
@@ -521,11 +553,12 @@ def one_round(args, rnd, table_arrow, table_plain, df):
             res[f"ingest_visible.rows_s.{who}"] = rows / vis
             log(f"{who}: bulk ingest {rows / d / 1e6:.2f}M rows/s acknowledged, {rows / vis / 1e6:.2f}M rows/s queryable")
 
-        measure_queries(a, q, rows, args.reps, order, args.apron_lvc_query, res,
-                        questdb_export_pg=not args.questdb_export_csv_only)
+        if "queries" in args.measures:
+            measure_queries(a, q, rows, args.reps, order, args.apron_lvc_query, res,
+                            questdb_export_pg=args.questdb_export_pg)
 
         # One writer, nothing else going on.
-        for who in order:
+        for who in (order if "writers" in args.measures else []):
             lat, _, _, _ = run_writers(servers[who], "writes", 1, args.writer_seconds)
             res[f"w1.p50.{who}"] = pct(lat, 50) * 1e3
             res[f"w1.p99.{who}"] = pct(lat, 99) * 1e3
@@ -535,7 +568,7 @@ def one_round(args, rnd, table_arrow, table_plain, df):
         # long-term storage: Apron persists the segment holding cpu as
         # Parquet; QuestDB's WAL apply job turns a fresh bulk load of the
         # same rows (into cpu_bg) into its partitions.
-        for who in order:
+        for who in (order if "writers" in args.measures else []):
             s = servers[who]
             if who == "Apron":
                 during = lambda: apron_persisting(a)  # noqa: E731
@@ -556,15 +589,16 @@ def one_round(args, rnd, table_arrow, table_plain, df):
                 f"background work took {busy:.1f} s of the {args.persist_seconds} s")
 
         # The same queries on Apron now that cpu is persisted (Parquet).
-        sub = {}
-        measure_queries(a, q, rows, {k: max(3, v // 2) for k, v in args.reps.items()}, order, args.apron_lvc_query,
-                        sub, kinds=("count", "point", "last", "agg"))
-        for k, v in sub.items():
-            if k.endswith(".Apron") or k.endswith(".Apron-lvc"):
-                res[k.replace(".Apron", ".Apron-persisted")] = v
+        if "queries" in args.measures and "writers" in args.measures:
+            sub = {}
+            measure_queries(a, q, rows, {k: max(3, v // 2) for k, v in args.reps.items()}, order,
+                            args.apron_lvc_query, sub, kinds=("count", "point", "last", "agg"))
+            for k, v in sub.items():
+                if k.endswith(".Apron") or k.endswith(".Apron-lvc"):
+                    res[k.replace(".Apron", ".Apron-persisted")] = v
 
         # 16 writers, peak RSS of the server while they run.
-        for who in order:
+        for who in (order if "writers" in args.measures else []):
             s = servers[who]
             lat, peak, wrote, _ = run_writers(s, "writes", args.writers, args.writers_seconds, sample_rss=True)
             res[f"w16.p50.{who}"] = pct(lat, 50) * 1e3
@@ -591,6 +625,8 @@ def fmt(v, unit):
         return f"{v / 1e6:.2f}M"
     if unit == "GB":
         return f"{v:.2f} GB"
+    if v >= 1000:
+        return f"{v:,.0f} ms"
     return f"{v:.1f} ms" if v >= 10 else f"{v:.2f} ms"
 
 
@@ -629,8 +665,8 @@ def report(rounds, args):
     out = ["| measure | Apron | QuestDB | |", "|---|---|---|---|"]
     for label, key, unit, hb in lines:
         av, qv = g(f"{key}.Apron"), g(f"{key}.QuestDB")
-        if key == "export.p50":
-            qv = min(qv, g("export.p50.QuestDB-csv"))
+        if key == "export.p50":  # the faster of the paths measured (HTTP /exp CSV, psycopg)
+            qv = min((v for v in (qv, g("export.p50.QuestDB-csv")) if v == v), default=float("nan"))
         out.append(f"| {label} | {fmt(av, unit)} | {fmt(qv, unit)} | {verdict(av, qv, hb)} |")
     if "last.p50.Apron-lvc" in med:
         av, qv = g("last.p50.Apron-lvc"), g("last.p50.QuestDB")
@@ -653,7 +689,7 @@ def report(rounds, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--apron-bin", default=os.environ.get("APRON_BIN", "apron"))
-    p.add_argument("--questdb-jar", required=True)
+    p.add_argument("--questdb-jar", default="")
     p.add_argument("--rows", type=int, default=5_000_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="200k rows, 1 round, few repetitions, short writer runs: a smoke run")
@@ -663,8 +699,9 @@ def main():
     p.add_argument("--writers-seconds", type=float, default=15)
     p.add_argument("--questdb-commit-mode", default="sync", choices=["sync", "async", "nosync"],
                    help="QuestDB's cairo.commit.mode: sync (the default here) fsyncs each commit before it is acknowledged")
-    p.add_argument("--questdb-export-csv-only", action="store_true",
-                   help="export from QuestDB over HTTP /exp (CSV) only, not also over the PostgreSQL wire protocol")
+    p.add_argument("--questdb-export-pg", action="store_true",
+                   help="export from QuestDB over the PostgreSQL wire protocol too (psycopg fetchall: Python tuples, "
+                        "not Arrow), besides HTTP /exp CSV parsed into Arrow")
     p.add_argument("--apron-flag", action="append", default=[], help="an extra flag for apron serve (repeatable)")
     p.add_argument("--java-opt", action="append", default=[], help="an extra JVM option for QuestDB (repeatable)")
     p.add_argument("--apron-lvc-create", default=os.environ.get("APRON_LVC_CREATE", ""),
@@ -674,17 +711,40 @@ def main():
     p.add_argument("--workdir", default=None, help="where the servers' data dirs go (default: $TMPDIR)")
     p.add_argument("--keep", action="store_true", help="keep the data dirs and logs")
     p.add_argument("--out", default="", help="write the medians and every round's raw figures here as JSON")
+    p.add_argument("--measures", default="queries,writers",
+                   help="what to measure besides the bulk ingest: queries, writers or both (comma-separated)")
+    p.add_argument("--report-from", action="append", default=[],
+                   help="print the table of a JSON written by --out, and run nothing; given again, the figures of "
+                        "the later file replace the earlier one's, round by round (e.g. a --measures writers rerun)")
     args = p.parse_args()
+    if args.report_from:
+        rounds, heads = [], []
+        for k, path in enumerate(args.report_from):
+            with open(path) as f:
+                saved = json.load(f)
+            heads.append(f"{path}: " + saved.get("head", ""))
+            for i, r in enumerate(saved["rounds"]):
+                if k > 0:
+                    r = {(f"{key}.run{k + 1}" if key.startswith("loadavg1.") else key): v for key, v in r.items()}
+                if i < len(rounds):
+                    rounds[i].update(r)
+                else:
+                    rounds.append(r)
+        table, raw, _ = report(rounds, args)
+        print("\n".join(heads) + "\n\n" + table + "\n" + raw)
+        return
     if args.quick:
         args.rows = min(args.rows, 200_000)
         args.rounds = 1
         args.writer_seconds = args.persist_seconds = args.writers_seconds = 4
         args.writers = min(args.writers, 4)
     big = args.rows >= 1_000_000
-    args.reps = {"count": 200, "point": 200, "last": 100, "agg": 10 if big else 30, "export": 3 if big else 10}
+    args.reps = {"count": 200, "point": 200, "last": 20 if big else 100, "agg": 10 if big else 30, "export": 3 if big else 10}
     if args.quick:
         args.reps = {"count": 20, "point": 20, "last": 10, "agg": 3, "export": 2}
 
+    if not args.questdb_jar:
+        p.error("--questdb-jar is required")
     version = subprocess.run([args.apron_bin, "version"], capture_output=True, text=True).stdout.strip()
     log(f"apron: {version}")
     log(f"building the table: {args.rows:,} rows")
@@ -695,6 +755,9 @@ def main():
     for r in range(args.rounds):
         log(f"round {r + 1} of {args.rounds} (first: {'Apron' if r % 2 == 0 else 'QuestDB'})")
         rounds.append(one_round(args, r, table_arrow, table_plain, df))
+        if args.out:  # after every round, so that a failed later round loses only itself
+            with open(args.out, "w") as f:
+                json.dump({"rounds": rounds}, f, indent=1)
     table, raw, med = report(rounds, args)
     cpu = ""
     try:
