@@ -634,9 +634,11 @@ def verdict(av, qv, higher_better):
     if av != av or qv != qv or av <= 0 or qv <= 0:
         return ""
     r = av / qv if higher_better else qv / av
+    x = r if r >= 1 else 1 / r
+    x = f"{x:.2f}" if x < 1.5 else f"{x:.1f}"
     if r >= 1:
-        return f"Apron {r:.1f}x ahead"
-    return f"**QuestDB {1 / r:.1f}x ahead**"
+        return f"Apron {x}x ahead"
+    return f"**QuestDB {x}x ahead**"
 
 
 def report(rounds, args):
@@ -657,7 +659,8 @@ def report(rounds, args):
         ("one host, last 10 minutes, p99", "point.p99", "ms", False),
         ("last row per host (Apron `arg_max … GROUP BY host`, QuestDB `LATEST ON`) p50", "last.p50", "ms", False),
         ("one writer, 1,000-row batches, ack p99, idle server", "w1.p99", "ms", False),
-        ("one writer, ack p99, while 5M rows move to storage (Apron persist, QuestDB WAL apply)", "w1busy.p99", "ms", False),
+        (f"one writer, ack p99, while {args.rows / 1e6:g}M rows move to storage (Apron persist, QuestDB WAL apply)",
+         "w1busy.p99", "ms", False),
         (f"{w} writers, 1,000-row batches, ack p99", "w16.p99", "ms", False),
         (f"{w} writers, rows/s acknowledged", "w16.rows_s", "rows/s", True),
         (f"peak RSS, {w} writers × 1,000-row batches for {args.writers_seconds:g} s (after the table)", "w16.rss_gb", "GB", False),
@@ -690,7 +693,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--apron-bin", default=os.environ.get("APRON_BIN", "apron"))
     p.add_argument("--questdb-jar", default="")
-    p.add_argument("--rows", type=int, default=5_000_000)
+    p.add_argument("--rows", type=int, default=5_000_000, help="rows of the table (also for --report-from's labels)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="200k rows, 1 round, few repetitions, short writer runs: a smoke run")
     p.add_argument("--writers", type=int, default=16)

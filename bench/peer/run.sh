@@ -2,7 +2,7 @@
 # Side-by-side benchmark of Apron and QuestDB 9.2.2: see README.md here.
 #
 #   bench/peer/run.sh --quick                    # a smoke run: 200k rows, one round (~1-2 min)
-#   bench/peer/run.sh                            # 5M rows, 3 rounds (~15-20 min on 2 cores)
+#   bench/peer/run.sh                            # 5M rows, 3 rounds (~30-40 min on 2 busy cores)
 #   APRON_BIN=/path/to/apron bench/peer/run.sh   # any build of Apron
 #
 # Installs into $APRON_PEER_CACHE (default ~/.cache/apron-peer), once: the
