@@ -133,13 +133,27 @@ func TestMetaCounts(t *testing.T) {
 		"SELECT count(*) FROM db.cpu LIMIT 0",
 		"SELECT count(*) FROM (SELECT * FROM db.cpu WHERE usage > 10)",
 		"SELECT (SELECT count(*) FROM db.cpu), count(*) FROM db.cpu WHERE time > " + lit(points[1]),
+		// Equalities prune row groups by their statistics (persisted.go).
+		"SELECT count(*), sum(usage) FROM db.cpu WHERE host = 'h3'",
+		"SELECT count(*) FROM db.cpu WHERE 'h3' = host AND time > " + lit(points[2]),
+		"SELECT count(*) FROM db.cpu c WHERE c.host = 'h3' AND host = 'h4'",
+		"SELECT count(*) FROM db.cpu WHERE host = 'h3' OR host = 'h4'",
+		"SELECT count(*) FROM db.cpu WHERE host = 'H3'",
+		"SELECT count(*) FROM db.cpu WHERE host = 'h'",
+		"SELECT count(*) FROM db.cpu WHERE host = 'h30'",
+		"SELECT count(*) FROM db.cpu WHERE host = 'zz'",
+		"SELECT count(*) FROM db.cpu WHERE host = 'h3' AND usage > 50",
 	}
 	before = s.e.Stats()
 	for _, q := range others {
 		got, want := sorted(s.query(q, "")), sorted(ref.query(q))
 		equalRows(t, q, got, want)
 	}
-	if st := s.e.Stats(); st.MetaChunks != before.MetaChunks || st.MetaFiles != before.MetaFiles {
+	st = s.e.Stats()
+	if st.MetaChunks != before.MetaChunks || st.MetaFiles != before.MetaFiles {
 		t.Errorf("a shape metadata cannot serve was served from it: %d chunks, %d files", st.MetaChunks-before.MetaChunks, st.MetaFiles-before.MetaFiles)
+	}
+	if st.RowGroupsPruned == before.RowGroupsPruned {
+		t.Errorf("no row group pruned by an equality on host")
 	}
 }

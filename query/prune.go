@@ -40,6 +40,10 @@ type queryState struct {
 	// meta is set when the statement's answer is completed from the
 	// metadata of chunks and files (metacount.go).
 	meta *metaAgg
+	// equals are, per table, the string values its columns must equal
+	// (tableRef.equals): row groups of persisted files whose statistics
+	// exclude them are skipped.
+	equals map[buffer.TableKey]map[string][]string
 	// who runs the query (admitted.who): the system tables show it only
 	// what it may see.
 	who *auth.Principal
@@ -78,7 +82,8 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	for _, d := range a.databases {
 		qs.databases[strings.ToLower(d)] = true
 	}
-	b, exact, err := e.timeBoundsExact(c, a.tree)
+	b, exact, equals, err := e.scanBounds(c, a.tree)
+	qs.equals = equals
 	if err == nil {
 		qs.bounds = b
 	} else {
@@ -109,6 +114,10 @@ type tableRef struct {
 	// something not understood), so rows within the bounds may still not
 	// match: exact bounds (exactBounds) are then unknown.
 	partial bool
+	// equals are the string constants columns are compared equal with in
+	// the top-level AND, by lower-cased column name: a row whose column
+	// holds none of them cannot match.
+	equals map[string][]string
 }
 
 // timeBounds collects, from a statement parsed by json_serialize_sql, the
@@ -129,11 +138,27 @@ func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]t
 // of times; exact is that interval narrowed by the evaluation's
 // uncertainty, empty when a bound is NULL).
 func (e *Engine) timeBoundsExact(c *conn, tree map[string]any) (bounds, exact map[buffer.TableKey]timeBounds, err error) {
+	bounds, exact, _, err = e.scanBounds(c, tree)
+	return bounds, exact, err
+}
+
+// scanBounds is timeBoundsExact, and also, for each table the statement
+// refers to exactly once, the string constants its columns must equal
+// (tableRef.equals).
+func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buffer.TableKey]timeBounds, equals map[buffer.TableKey]map[string][]string, err error) {
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
 	refs := make(map[buffer.TableKey]int, len(w.refs))
 	for _, r := range w.refs {
 		refs[r.key]++
+	}
+	for _, r := range w.refs {
+		if refs[r.key] == 1 && len(r.equals) > 0 {
+			if equals == nil {
+				equals = map[buffer.TableKey]map[string][]string{}
+			}
+			equals[r.key] = r.equals
+		}
 	}
 	exact = make(map[buffer.TableKey]timeBounds)
 	for _, r := range w.refs {
@@ -148,11 +173,11 @@ func (e *Engine) timeBoundsExact(c *conn, tree map[string]any) (bounds, exact ma
 		exprs = append(exprs, r.upper...)
 	}
 	if len(exprs) == 0 {
-		return nil, exact, nil
+		return nil, exact, equals, nil
 	}
 	vals, err := e.evalTimes(c, exprs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, equals, err
 	}
 	out := make(map[buffer.TableKey]timeBounds)
 	unbounded := make(map[buffer.TableKey]bool)
@@ -202,7 +227,7 @@ func (e *Engine) timeBoundsExact(c *conn, tree map[string]any) (bounds, exact ma
 	for k := range unbounded {
 		delete(out, k)
 	}
-	return out, exact, nil
+	return out, exact, equals, nil
 }
 
 // emptyTime bounds no time at all.
@@ -340,6 +365,9 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 		if !isTime(left) {
 			if !isTime(right) {
 				r.partial = true
+				if op == "COMPARE_EQUAL" {
+					r.addEqual(left, right, alias, table)
+				}
 				return
 			}
 			left, right = right, left
@@ -358,6 +386,75 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 	default:
 		r.partial = true
 	}
+}
+
+// addEqual records x = y where one is a column of the table (named by
+// itself, or qualified by the table's name or alias) and the other a
+// VARCHAR constant.
+func (r *tableRef) addEqual(x, y any, alias, table string) {
+	col, ok := columnOf(x, alias, table)
+	v, isConst := varcharConstant(y)
+	if !ok || !isConst {
+		if col, ok = columnOf(y, alias, table); !ok {
+			return
+		}
+		if v, isConst = varcharConstant(x); !isConst {
+			return
+		}
+	}
+	if r.equals == nil {
+		r.equals = map[string][]string{}
+	}
+	col = strings.ToLower(col)
+	if cur, ok := r.equals[col]; ok {
+		// Two equalities on one column: a row matches both only if it
+		// equals each; keeping the values in common keeps pruning sound.
+		var both []string
+		for _, c := range cur {
+			if c == v {
+				both = append(both, c)
+			}
+		}
+		r.equals[col] = both
+		return
+	}
+	r.equals[col] = []string{v}
+}
+
+func columnOf(e any, alias, table string) (string, bool) {
+	m, ok := e.(map[string]any)
+	if !ok || m["class"] != "COLUMN_REF" {
+		return "", false
+	}
+	names, _ := m["column_names"].([]any)
+	switch len(names) {
+	case 1:
+		n, ok := names[0].(string)
+		return n, ok
+	case 2:
+		q, _ := names[0].(string)
+		n, ok := names[1].(string)
+		if ok && (alias != "" && strings.EqualFold(q, alias) || alias == "" && strings.EqualFold(q, table)) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// varcharConstant returns the value of a non-NULL VARCHAR constant (no
+// cast: a cast to another type compares differently).
+func varcharConstant(e any) (string, bool) {
+	m, ok := e.(map[string]any)
+	if !ok || m["class"] != "CONSTANT" {
+		return "", false
+	}
+	val, _ := m["value"].(map[string]any)
+	typ, _ := val["type"].(map[string]any)
+	if val == nil || val["is_null"] != false || typ == nil || typ["id"] != "VARCHAR" {
+		return "", false
+	}
+	s, ok := val["value"].(string)
+	return s, ok
 }
 
 // isConstant says whether an expression is built of constants, casts and

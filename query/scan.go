@@ -113,6 +113,9 @@ type bindData struct {
 	key    buffer.TableKey
 	fields []arrow.Field // the first ncols columns, strings as dictionaries
 	bounds timeBounds    // rows outside cannot match the query
+	// equals: rows whose column (lower-cased name) holds none of the
+	// values cannot match the query.
+	equals map[string][]string
 	// qs is the state of the query the scan is bound in (its View), nil
 	// when bound outside a query.
 	qs *queryState
@@ -189,6 +192,7 @@ func (e *Engine) bind(info duck.BindInfo) error {
 	if qs != nil {
 		bd.qs = qs
 		bd.bounds = bd.qs.boundsOf(bd.key)
+		bd.equals = qs.equals[lowerKey(db, table)]
 	}
 	// A client's statement reads the databases it was admitted with, and
 	// no other, however it names a table (the engine's own connections,
