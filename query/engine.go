@@ -144,6 +144,11 @@ type Engine struct {
 	chunksScanned atomic.Int64 // buffered chunks read by scans
 	chunksPruned  atomic.Int64 // buffered chunks skipped by time pruning
 	directScans   atomic.Int64 // queries streamed as direct scans
+	lastValueUses atomic.Int64 // scans fed from a last-value cache
+	// stopFills ends the goroutine that fills last-value caches;
+	// fillsDone is closed when it has returned.
+	stopFills context.CancelFunc
+	fillsDone chan struct{}
 	// scanMem allocates the batches direct scans build; they are released
 	// once sent, and reused.
 	scanMem *buffer.Recycler
@@ -215,6 +220,10 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("query: serializing the bounds template: %v", err)
 	}
 	e.evalTemplate = rows[0][0]
+	var fillCtx context.Context
+	fillCtx, e.stopFills = context.WithCancel(context.Background())
+	e.fillsDone = make(chan struct{})
+	go e.runLastValueFills(fillCtx, e.fillsDone)
 	return e, nil
 }
 
@@ -239,6 +248,8 @@ func (e *Engine) Close() error {
 		duck.Interrupt(c.c)
 	}
 	e.mu.Unlock()
+	e.stopFills()
+	<-e.fillsDone
 	for range cap(e.sem) {
 		e.sem <- struct{}{}
 	}
@@ -270,6 +281,7 @@ type Stats struct {
 	ChunksScanned int64 // buffered chunks read by scans
 	ChunksPruned  int64 // buffered chunks skipped by time pruning
 	DirectScans   int64 // queries streamed straight from storage (direct.go)
+	LastValueUses int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
 	// [MinTime, MaxTime], or all their row groups' time statistics).
@@ -289,7 +301,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	if c := e.cache; c != nil {
