@@ -411,6 +411,9 @@ func latestPerKey(keys []arrow.Array, times []int64, count int) []int {
 		}
 		radix *= r
 	}
+	if packed && count == 1 && radix <= uint64(4*n+1024) {
+		return latestDense(dicts, times, int(radix))
+	}
 	best := map[uint64][]int{}
 	var strBest map[string][]int
 	var kb []byte
@@ -465,6 +468,46 @@ func latestPerKey(keys []arrow.Array, times []int64, count int) []int {
 	}
 	for _, rows := range strBest {
 		out = append(out, rows...)
+	}
+	return out
+}
+
+// latestDense is latestPerKey for count 1 over dictionary keys whose
+// index tuples number at most radix: one slot per tuple, no map.
+func latestDense(dicts []*array.Dictionary, times []int64, radix int) []int {
+	best := make([]int32, radix)
+	for i := range best {
+		best[i] = -1
+	}
+	keys := make([]uint32, len(times))
+	for _, d := range dicts {
+		if d == nil {
+			continue
+		}
+		width := uint32(d.Dictionary().Len()) + 1
+		idx, plain := d.Indices().(*array.Int32)
+		for r := range keys {
+			var v uint32
+			if d.IsValid(r) {
+				if plain {
+					v = uint32(idx.Value(r)) + 1
+				} else {
+					v = uint32(d.GetValueIndex(r)) + 1
+				}
+			}
+			keys[r] = keys[r]*width + v
+		}
+	}
+	for r, k := range keys {
+		if b := best[k]; b < 0 || times[r] > times[b] {
+			best[k] = int32(r)
+		}
+	}
+	var out []int
+	for _, r := range best {
+		if r >= 0 {
+			out = append(out, int(r))
+		}
 	}
 	return out
 }

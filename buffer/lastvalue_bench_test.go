@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/cputime"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -50,6 +51,7 @@ func BenchmarkWriteLastValue(b *testing.B) {
 			}
 			b.SetBytes(size)
 			b.ResetTimer()
+			cpu0 := cputime.Process()
 			for range b.N {
 				for _, r := range recs {
 					if _, err := wb.Write(context.Background(), "db", "cpu", r, catalog.WriteOptions{}); err != nil {
@@ -58,6 +60,8 @@ func BenchmarkWriteLastValue(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*rows*batches)/b.Elapsed().Seconds(), "rows/s")
+			// CPU time varies less than wall time on a shared machine.
+			b.ReportMetric((cputime.Process()-cpu0).Seconds()/(float64(b.N)*float64(size)/1e9), "cpu-s/GB")
 			if c, ok := wb.LastValueCache("db", "cpu"); ok {
 				if _, n, _ := c.Info(); n != 1000 {
 					b.Fatalf("the cache holds %d rows, want 1000", n)

@@ -59,6 +59,13 @@ func cacheRows(t *testing.T, b *WriteBuffer, c *LastValueCache, minTime int64) [
 // out-of-order times and a column added later; the cache equals the
 // oracle, its memory is accounted and freed on drop, and nothing leaks.
 func TestLastValueCache(t *testing.T) {
+	// count 1 takes the dense reduction of a batch, 2 the general one.
+	for _, count := range []int{1, 2} {
+		t.Run(fmt.Sprintf("count=%d", count), func(t *testing.T) { testLastValueCache(t, count) })
+	}
+}
+
+func testLastValueCache(t *testing.T, count int) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	b := openBuffer(t, testConfig(t, mem))
@@ -90,7 +97,7 @@ func TestLastValueCache(t *testing.T) {
 		write(t, b, "cpu", cpuSchema, rs)
 		all = append(all, rs...)
 	}
-	def, created, err := b.CreateLastValueCache(catalog.LastValueCache{Database: "db", Table: "cpu", Count: 2}, false)
+	def, created, err := b.CreateLastValueCache(catalog.LastValueCache{Database: "db", Table: "cpu", Count: count}, false)
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
@@ -126,18 +133,18 @@ func TestLastValueCache(t *testing.T) {
 	if !c.Ready() {
 		t.Fatal("not ready after the fill")
 	}
-	assertRows(t, cacheRows(t, b, c, MinTime), lastRows(all, 2))
+	assertRows(t, cacheRows(t, b, c, MinTime), lastRows(all, count))
 	for range 3 {
 		rs := gen(100, true)
 		write(t, b, "cpu", cpuExtraSchema, rs)
 		all = append(all, rs...)
 	}
-	assertRows(t, cacheRows(t, b, c, MinTime), lastRows(all, 2))
+	assertRows(t, cacheRows(t, b, c, MinTime), lastRows(all, count))
 	// Served again while unchanged; a cutoff filters.
-	assertRows(t, cacheRows(t, b, c, MinTime), lastRows(all, 2))
+	assertRows(t, cacheRows(t, b, c, MinTime), lastRows(all, count))
 	cut := t0.UnixNano() + 5e11
 	var want []row
-	for _, r := range lastRows(all, 2) {
+	for _, r := range lastRows(all, count) {
 		if r.Time >= cut {
 			want = append(want, r)
 		}
@@ -145,7 +152,7 @@ func TestLastValueCache(t *testing.T) {
 	assertRows(t, cacheRows(t, b, c, cut), want)
 
 	_, rows, bytes := c.Info()
-	if rows != len(lastRows(all, 2)) || bytes <= 0 || b.lvc.bytes.Load() != bytes {
+	if rows != len(lastRows(all, count)) || bytes <= 0 || b.lvc.bytes.Load() != bytes {
 		t.Fatalf("info: %d rows, %d bytes (buffer counts %d)", rows, bytes, b.lvc.bytes.Load())
 	}
 	b.mu.Lock()
