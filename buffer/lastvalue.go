@@ -145,14 +145,13 @@ type LastValueCache struct {
 		rows    int
 		bytes   int64
 		version uint64 // grows with every change of the rows
-		// memo is the chunk of every row built last, for version
-		// memoVersion and the fields memoFields; memoMin and memoMax its
-		// least and greatest time.
-		memo        arrow.RecordBatch
+		// memo are the chunks of every row built last, for version
+		// memoVersion and the fields memoFields; memoMin their least
+		// time.
+		memo        []Chunk
 		memoVersion uint64
 		memoFields  []arrow.Field
 		memoMin     int64
-		memoMax     int64
 	}
 }
 
@@ -198,10 +197,7 @@ func (c *LastValueCache) drop() {
 	c.l.bytes.Add(-c.mu.bytes)
 	c.mu.bytes, c.mu.rows = 0, 0
 	c.mu.series = map[string]*lvSeries{}
-	if c.mu.memo != nil {
-		c.mu.memo.Release()
-		c.mu.memo = nil
-	}
+	c.releaseMemoLocked()
 }
 
 // Ready says whether the cache holds the latest rows of all of its
@@ -597,48 +593,62 @@ func valueAt(a arrow.Array, r int) any {
 	return nil
 }
 
-// Chunk returns the cache's rows of time at least minTime as a chunk of
+// lvChunkRows is the most rows of a chunk of a cache's rows: each has a
+// dictionary of its own strings, which a scan converts once (a dictionary
+// over vectorSize values would be converted for every vector).
+const lvChunkRows = 2048
+
+// Chunks returns the cache's rows of time at least minTime as chunks of
 // fields (the table's columns as a scan binds them: strings as
-// dictionary<int32, utf8>), retained; the caller releases it. The chunk
-// of every row is kept until the rows change, and served again.
-func (c *LastValueCache) Chunk(fields []arrow.Field, minTime int64, mem memory.Allocator) (Chunk, error) {
+// dictionary<int32, utf8>), retained; the caller releases them. The
+// chunks of every row are kept until the rows change, and served again.
+func (c *LastValueCache) Chunks(fields []arrow.Field, minTime int64, mem memory.Allocator) ([]Chunk, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	same := c.mu.memo != nil && c.mu.memoVersion == c.mu.version && slices.EqualFunc(fields, c.mu.memoFields, func(a, b arrow.Field) bool {
 		return a.Name == b.Name && arrow.TypeEqual(a.Type, b.Type)
 	})
 	if !same {
-		ch, err := c.buildLocked(fields, MinTime, mem)
+		chunks, err := c.buildLocked(fields, MinTime, mem)
 		if err != nil {
-			return Chunk{}, err
+			return nil, err
 		}
-		if c.mu.memo != nil {
-			c.mu.memo.Release()
+		c.releaseMemoLocked()
+		c.mu.memo, c.mu.memoVersion, c.mu.memoFields = chunks, c.mu.version, slices.Clone(fields)
+		c.mu.memoMin = int64(MaxTime)
+		for _, ch := range chunks {
+			c.mu.memoMin = min(c.mu.memoMin, ch.MinTime)
 		}
-		c.mu.memo, c.mu.memoVersion, c.mu.memoFields = ch.Rec, c.mu.version, slices.Clone(fields)
-		c.mu.memoMin, c.mu.memoMax = ch.MinTime, ch.MaxTime
 	}
 	if minTime <= c.mu.memoMin {
-		c.mu.memo.Retain()
-		return Chunk{Rec: c.mu.memo, MinTime: c.mu.memoMin, MaxTime: c.mu.memoMax}, nil
+		out := slices.Clone(c.mu.memo)
+		for _, ch := range out {
+			ch.Rec.Retain()
+		}
+		return out, nil
 	}
 	return c.buildLocked(fields, minTime, mem)
 }
 
-// buildLocked builds the chunk of the rows of time at least minTime.
-func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem memory.Allocator) (Chunk, error) {
-	bs := make([]array.Builder, len(fields))
-	src := make([]int, len(fields))
+func (c *LastValueCache) releaseMemoLocked() {
+	for _, ch := range c.mu.memo {
+		ch.Rec.Release()
+	}
+	c.mu.memo = nil
+}
+
+// buildLocked builds the chunks of the rows of time at least minTime.
+func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem memory.Allocator) (out []Chunk, err error) {
 	defer func() {
-		for _, b := range bs {
-			if b != nil {
-				b.Release()
+		if err != nil {
+			for _, ch := range out {
+				ch.Rec.Release()
 			}
+			out = nil
 		}
 	}()
+	src := make([]int, len(fields))
 	for i, f := range fields {
-		bs[i] = array.NewBuilder(mem, f.Type)
-		bs[i].Reserve(c.mu.rows)
 		if j, ok := c.mu.cols[f.Name]; ok {
 			src[i] = j
 		} else {
@@ -650,11 +660,40 @@ func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem me
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	var bs []array.Builder
+	n := 0
 	lo, hi := int64(MaxTime), int64(MinTime)
+	flush := func() {
+		if bs == nil {
+			return
+		}
+		cols := make([]arrow.Array, len(bs))
+		for i, b := range bs {
+			cols[i] = b.NewArray()
+			b.Release()
+		}
+		rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+		for _, a := range cols {
+			a.Release()
+		}
+		out = append(out, Chunk{Rec: rec, MinTime: lo, MaxTime: hi})
+		bs, n, lo, hi = nil, 0, int64(MaxTime), int64(MinTime)
+	}
+	defer func() {
+		for _, b := range bs {
+			b.Release()
+		}
+	}()
 	for _, k := range keys {
 		for _, r := range c.mu.series[k].rows {
 			if r.t < minTime {
 				continue
+			}
+			if bs == nil {
+				bs = make([]array.Builder, len(fields))
+				for i, f := range fields {
+					bs[i] = array.NewBuilder(mem, f.Type)
+				}
 			}
 			lo, hi = min(lo, r.t), max(hi, r.t)
 			for i, b := range bs {
@@ -663,27 +702,16 @@ func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem me
 					v = r.vals[src[i]]
 				}
 				if err := appendValue(b, v); err != nil {
-					return Chunk{}, fmt.Errorf("buffer: last-value cache of %s.%s column %q: %w", c.def.Database, c.def.Table, fields[i].Name, err)
+					return out, fmt.Errorf("buffer: last-value cache of %s.%s column %q: %w", c.def.Database, c.def.Table, fields[i].Name, err)
 				}
+			}
+			if n++; n == lvChunkRows {
+				flush()
 			}
 		}
 	}
-	cols := make([]arrow.Array, len(bs))
-	for i, b := range bs {
-		cols[i] = b.NewArray()
-	}
-	nrows := 0
-	if len(cols) > 0 {
-		nrows = cols[0].Len()
-	}
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(nrows))
-	for _, a := range cols {
-		a.Release()
-	}
-	if nrows == 0 {
-		lo, hi = 0, -1
-	}
-	return Chunk{Rec: rec, MinTime: lo, MaxTime: hi}, nil
+	flush()
+	return out, nil
 }
 
 // appendValue appends v (nil: null) to b, converting what the column's

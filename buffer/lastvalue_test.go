@@ -40,17 +40,21 @@ func cacheRows(t *testing.T, b *WriteBuffer, c *LastValueCache, minTime int64) [
 			fields[i].Type = stringDictType
 		}
 	}
-	ch, err := c.Chunk(fields, minTime, b.Allocator())
+	chunks, err := c.Chunks(fields, minTime, b.Allocator())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ch.Rec.Release()
-	rec, err := Project(ch, tbl.ArrowSchema(), b.Allocator())
-	if err != nil {
-		t.Fatal(err)
+	var out []row
+	for _, ch := range chunks {
+		rec, err := Project(ch, tbl.ArrowSchema(), b.Allocator())
+		ch.Rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rowsOf(t, rec)...)
+		rec.Release()
 	}
-	defer rec.Release()
-	return rowsOf(t, rec)
+	return out
 }
 
 // TestLastValueCache: rows written before the cache exists come in by

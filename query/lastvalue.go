@@ -155,7 +155,7 @@ func (e *Engine) lastValueChunks(view *buffer.View, bd *bindData) (chunks []buff
 		}
 		return nil, false, nil
 	}
-	ch, err := c.Chunk(bd.fields, withCutoff(view, bd.key, allTime).min, e.wb.Allocator())
+	chunks, err = c.Chunks(bd.fields, withCutoff(view, bd.key, allTime).min, e.wb.Allocator())
 	if err != nil {
 		if bd.lastValue {
 			return nil, false, err
@@ -165,16 +165,19 @@ func (e *Engine) lastValueChunks(view *buffer.View, bd *bindData) (chunks []buff
 	}
 	if use != nil {
 		for _, name := range use.nonNull {
-			idx := ch.Rec.Schema().FieldIndices(name)
-			if len(idx) == 0 || ch.Rec.Column(idx[0]).NullN() > 0 {
-				ch.Rec.Release()
-				return nil, false, nil
+			for _, ch := range chunks {
+				if idx := ch.Rec.Schema().FieldIndices(name); len(idx) == 0 || ch.Rec.Column(idx[0]).NullN() > 0 {
+					for _, ch := range chunks {
+						ch.Rec.Release()
+					}
+					return nil, false, nil
+				}
 			}
 		}
 	}
 	c.NoteUse()
 	e.lastValueUses.Add(1)
-	return []buffer.Chunk{ch}, true, nil
+	return chunks, true, nil
 }
 
 // lastValueRetry is how long a failed fill waits before the next try.
