@@ -265,8 +265,10 @@ func (w *admitWalker) admitLastValue(f map[string]any) error {
 			}
 		}
 	}
+	schema, _ := f["schema"].(string)
+	catalogName, _ := f["catalog"].(string)
 	db, table, ok := strings.Cut(name, ".")
-	if !ok || f["schema"] != "" || f["catalog"] != "" {
+	if !ok || schema != "" || catalogName != "" {
 		return newError(ErrUnsupportedStatement, "last_value takes one string constant, 'database.table', naming a table that has a last-value cache")
 	}
 	if err := w.who.Read(db); err != nil {
@@ -341,7 +343,8 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 	if !ok {
 		return none, nil, false
 	}
-	sh := &shapeCheck{alias: from["alias"].(string), table: name, keys: map[string]bool{}}
+	alias, _ := from["alias"].(string)
+	sh := &shapeCheck{alias: alias, table: name, keys: map[string]bool{}}
 	for _, k := range def.Keys {
 		sh.keys[strings.ToLower(k)] = true
 	}
