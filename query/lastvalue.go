@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -127,6 +128,9 @@ type lastValueUse struct {
 	// value is NULL, so the cache answers only if no row it holds has a
 	// NULL there.
 	nonNull []string
+	// def is the definition the shape was checked against: the cache
+	// that answers must still have it.
+	def catalog.LastValueCache
 }
 
 // lastValueChunks returns the chunk a scan of bd reads instead of the
@@ -148,6 +152,8 @@ func (e *Engine) lastValueChunks(view *buffer.View, bd *bindData) (chunks []buff
 	case !ok && bd.lastValue:
 		return nil, false, newError(ErrNotFound, "table %q.%q has no last-value cache (CREATE LAST VALUE CACHE ON %s.%s)", bd.key.Database, bd.key.Table, bd.key.Database, bd.key.Table)
 	case !ok:
+		return nil, false, nil
+	case use != nil && (c.Definition().Count != use.def.Count || !slices.Equal(c.Definition().Keys, use.def.Keys)):
 		return nil, false, nil
 	case !tok || t.ID != c.TableID() || !c.Ready():
 		if bd.lastValue {
@@ -366,7 +372,7 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 	}
 	list, _ := node["select_list"].([]any)
 	mods, _ := node["modifiers"].([]any)
-	use := &lastValueUse{}
+	use := &lastValueUse{def: *def}
 	aggregates := len(groups) > 0
 	for _, x := range list {
 		if m, _ := x.(map[string]any); m != nil && m["class"] == "FUNCTION" {
