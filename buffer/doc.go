@@ -26,6 +26,20 @@
 // progress (replace.go) holds back the segments from its first on until
 // it commits or aborts.
 //
+// # Last-value caches
+//
+// A table with a last-value cache (lastvalue.go; the definition is the
+// catalog's) has, here, the latest Count rows of each key, merged on
+// every write once it is durable and buffered (before its ack), rows of a
+// replace in progress excepted. A cache is filling until its filler (the
+// query engine) has merged the latest rows of a View of the whole table
+// taken after the cache was made: at creation, at startup (the WAL gives
+// back only its rows, not the persisted ones) and after its table was
+// replaced (a DELETE is a replace: a cache never answers with a deleted
+// row, since a replaced table's cache starts empty). The merge keeps the
+// larger time per key, so it is commutative and writes during a fill are
+// not lost. Its memory counts against MemLimit.
+//
 // # Reading
 //
 // A query takes a View: the buffered segments (open and closed) and the

@@ -56,6 +56,8 @@ type WriteBuffer struct {
 		replaces map[*Replace]bool
 	}
 	persist persistState
+	// lvc are the last-value caches (lastvalue.go).
+	lvc *lastValues
 
 	// walFailed is closed when the WAL fails (wal.Options.OnFail).
 	walFailed     chan struct{}
@@ -125,6 +127,7 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 		walFailed: make(chan struct{}),
 		stopc:     make(chan struct{}),
 		donec:     make(chan struct{}),
+		lvc:       newLastValues(),
 	}
 	b.persist.storeLogs.Every = time.Second
 	var err error
@@ -217,6 +220,9 @@ type PendingWrite struct {
 	durable bool // the WAL record was already waited for
 	res     WriteResult
 	rep     *Replace // the replace the write belongs to, nil if none
+	// tableID is the id of the table the write went to, 0 for a
+	// replace's (its rows are not merged into a last-value cache).
+	tableID uint64
 }
 
 // Wait waits until the write's WAL record is durable, then buffers its rows.
@@ -247,6 +253,9 @@ func (p *PendingWrite) wait() (WriteResult, error) {
 		// buffer it again; say so rather than pretend it failed cleanly.
 		p.b.log.Error("buffering a durable write failed", "database", p.key.Database, "table", p.key.Table, "sequence", p.res.Sequence, "err", err)
 		return WriteResult{}, fmt.Errorf("buffer: sequence %d is durable in the WAL but could not be buffered (restart to replay it): %w", p.res.Sequence, err)
+	}
+	if p.tableID != 0 {
+		p.b.mergeLastValue(p.key, p.tableID, p.nb)
 	}
 	return p.res, nil
 }
@@ -332,6 +341,11 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 		}
 		p.durable = true
 	}
+	if opts.Replace == 0 {
+		if t, ok := b.cat.Table(db, table); ok {
+			p.tableID = t.ID
+		}
+	}
 	seg.inflight.Add(1)
 	keep = true
 	return p, nil
@@ -339,7 +353,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 
 // bufferedLocked is the bytes held by all segments.
 func (b *WriteBuffer) bufferedLocked() int64 {
-	s := b.mu.open.size.Load()
+	s := b.mu.open.size.Load() + b.lvc.bytes.Load()
 	for _, c := range b.mu.closed {
 		s += c.size.Load()
 	}
@@ -475,6 +489,7 @@ func (b *WriteBuffer) Close() error {
 	for _, s := range append(b.mu.closed, b.mu.open) {
 		s.inflight.Wait()
 	}
+	b.lvc.close()
 	if v := b.cat.Version(); v != b.mu.catSaved {
 		if err := b.cat.Save(b.catPath); err != nil {
 			errs = append(errs, fmt.Errorf("buffer: saving catalog: %w", err))

@@ -168,6 +168,7 @@ func (c *Catalog) DropTable(path, db, table string, liveFrom uint64, ifExists bo
 		nd.Retention = d.Retention
 		next := s.withDatabase(nd, s.nextDatabaseID, s.nextTableID)
 		next.dropped = withDrop(s.dropped, Dropped{Database: db, Table: table, ID: t.ID, To: liveFrom})
+		next.lvcs = withoutCache(s.lvcs, func(l *LastValueCache) bool { return l.Database == db && l.Table == table })
 		return next, nil
 	})
 }
@@ -207,6 +208,7 @@ func (c *Catalog) DropDatabase(path, db string, liveFrom uint64, cascade, ifExis
 		}
 		next := newSnapshot(s.version+1, dbs, s.nextDatabaseID, s.nextTableID)
 		next.tokens, next.replacing = s.tokens, s.replacing
+		next.lvcs = withoutCache(s.lvcs, func(l *LastValueCache) bool { return l.Database == db })
 		next.dropped = withDrop(s.dropped, Dropped{Database: db, ID: d.ID, To: liveFrom})
 		return next, nil
 	})

@@ -66,6 +66,12 @@
 // written as version 4 only while a replace is in progress; beginning,
 // committing and aborting one are in force once the file is written.
 //
+// Format version 5 adds "last_value_caches" (lastvalue.go): per table
+// with a last-value cache {"database", "table", "name", "keys" (string
+// columns of the table; [] for none), "count"}. Only the definition is
+// durable; the rows are the buffer's, filled again after a restart. A
+// catalog is written as version 5 only while a cache is defined.
+//
 // Type names are int8…int64, uint8…uint64, float32, float64, bool, string,
 // binary, timestamp (with unit s|ms|us|ns and optional time_zone), date32 and
 // date64. Unknown fields or an unknown format_version make [Load] fail:

@@ -25,6 +25,10 @@ var (
 	// a replace (ADBC ingest mode replace) is rewriting; it may succeed
 	// once the replace has committed or aborted.
 	ErrReplaceInProgress = errors.New("catalog: replace in progress")
+	// ErrCacheExists and ErrCacheNotFound: CREATE of a last-value cache
+	// on a table that has one, DROP on a table that has none.
+	ErrCacheExists   = errors.New("catalog: last-value cache exists")
+	ErrCacheNotFound = errors.New("catalog: last-value cache not found")
 	// ErrCorrupt is wrapped by Load when the catalog file cannot be decoded
 	// or violates the catalog's invariants.
 	ErrCorrupt = errors.New("corrupt catalog file")

@@ -9,14 +9,16 @@ import (
 
 // formatVersion is the version of the catalog file layout described in
 // doc.go. Bump it for any change an older server could misread. Version 2
-// added tokens, version 3 drops, version 4 replaces in progress; a
-// catalog is written in the lowest version that holds what it has
-// (without tokens or drops, version 1, byte for byte as before; version 4
-// only while a replace is in progress). A server that reads only an older
+// added tokens, version 3 drops, version 4 replaces in progress, version 5 last-value caches
+// (lastvalue.go); a catalog is written in the lowest version that holds
+// what it has (without tokens or drops, version 1, byte for byte as
+// before; version 4 only while a replace is in progress, version 5 while
+// a last-value cache is defined). A server that reads only an older
 // version refuses a newer file rather than run without its tokens, bring
 // back dropped rows or show the rows of an unfinished replace.
 const (
-	formatVersion          = 4
+	formatVersion          = 5
+	formatVersionLastValue = 5
 	formatVersionReplacing = 4
 	formatVersionDropped   = 3
 	formatVersionTokens    = 2
@@ -32,6 +34,7 @@ type fileCatalog struct {
 	Tokens         []fileToken     `json:"tokens,omitempty"`
 	Dropped        []fileDropped   `json:"dropped,omitempty"`
 	Replacing      []fileReplacing `json:"replacing,omitempty"`
+	LastValue      []fileLastValue `json:"last_value_caches,omitempty"`
 }
 
 // fileReplacing is a replace in progress (replace.go).
@@ -120,6 +123,12 @@ func encodeSnapshot(s *Snapshot) ([]byte, error) {
 		fc.FormatVersion = max(fc.FormatVersion, formatVersionReplacing)
 		for _, r := range s.Replaces() {
 			fc.Replacing = append(fc.Replacing, fileReplacing(r))
+		}
+	}
+	if len(s.lvcs) > 0 {
+		fc.FormatVersion = max(fc.FormatVersion, formatVersionLastValue)
+		for _, l := range s.LastValueCaches() {
+			fc.LastValue = append(fc.LastValue, fileLastValue(*l))
 		}
 	}
 	out, err := json.MarshalIndent(fc, "", "  ")
@@ -260,6 +269,30 @@ func buildSnapshot(fc *fileCatalog) (*Snapshot, error) {
 			s.replacing = map[string]*replacing{}
 		}
 		s.replacing[k] = &replacing{Replacing: Replacing(fr)}
+	}
+	if len(fc.LastValue) > 0 && fc.FormatVersion < formatVersionLastValue {
+		return nil, fmt.Errorf("last-value caches in a format_version %d file", fc.FormatVersion)
+	}
+	for _, fl := range fc.LastValue {
+		t, ok := s.Table(fl.Database, fl.Table)
+		if !ok {
+			return nil, fmt.Errorf("last-value cache %q of %q.%q: no such table", fl.Name, fl.Database, fl.Table)
+		}
+		if fl.Keys == nil || fl.Count == 0 {
+			return nil, fmt.Errorf("last-value cache %q of %q.%q: keys or count missing", fl.Name, fl.Database, fl.Table)
+		}
+		l, err := completeLastValue(t, LastValueCache(fl))
+		if err != nil {
+			return nil, err
+		}
+		k := dropKey(l.Database, l.Table)
+		if s.lvcs[k] != nil {
+			return nil, fmt.Errorf("last-value cache of %q.%q appears twice", l.Database, l.Table)
+		}
+		if s.lvcs == nil {
+			s.lvcs = map[string]*LastValueCache{}
+		}
+		s.lvcs[k] = &l
 	}
 	s.tokens = make(map[string]*Token, len(fc.Tokens))
 	for _, ft := range fc.Tokens {

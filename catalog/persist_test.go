@@ -109,7 +109,7 @@ func TestLoadCorrupt(t *testing.T) {
 		{"truncated", func(s string) string { return s[:len(s)/2] }, "unexpected end of JSON"},
 		{"not_json", func(string) string { return "\x00\x01garbage" }, "invalid character"},
 		{"no_format_version", func(s string) string { return strings.Replace(s, `"format_version": 1,`, "", 1) }, "no format_version"},
-		{"future_format_version", func(s string) string { return strings.Replace(s, `"format_version": 1`, `"format_version": 5`, 1) }, "format_version 5"},
+		{"future_format_version", func(s string) string { return strings.Replace(s, `"format_version": 1`, `"format_version": 6`, 1) }, "format_version 6"},
 		{"unknown_field", func(s string) string { return strings.Replace(s, `"version"`, `"colour": 1, "version"`, 1) }, "unknown field"},
 		{"trailing_data", func(s string) string { return s + "{}" }, "after top-level value"},
 		{"unknown_type", func(s string) string { return strings.Replace(s, `"type": "float64"`, `"type": "float128"`, 1) }, `unknown type "float128"`},

@@ -194,6 +194,7 @@ func (c *Catalog) CommitReplace(path, db, table string, id uint64) error {
 			next.dropped = withDrop(s.dropped, Dropped{Database: db, Table: table, ID: old.ID, To: r.From})
 		}
 		next.replacing = without(s.replacing, k)
+		next.lvcs = validCaches(next, s.lvcs)
 		return next, nil
 	})
 	return err
@@ -268,7 +269,7 @@ func applyReplacing(s *Snapshot, ch *Change) (*Snapshot, error) {
 // set to r (nil: ended).
 func (s *Snapshot) withReplacing(k string, r *replacing) *Snapshot {
 	next := newSnapshot(s.version+1, s.databases, s.nextDatabaseID, s.nextTableID)
-	next.tokens, next.dropped = s.tokens, s.dropped
+	next.tokens, next.dropped, next.lvcs = s.tokens, s.dropped, s.lvcs
 	next.replacing = without(s.replacing, k)
 	if r != nil {
 		if next.replacing == nil {

@@ -34,6 +34,11 @@ type Snapshot struct {
 	// replacing are the replaces in progress by dropKey (replace.go);
 	// shared between snapshots until a replace change copies the map.
 	replacing map[string]*replacing
+
+	// lvcs are the last-value cache definitions by dropKey
+	// (lastvalue.go); shared between snapshots until a change copies
+	// the map.
+	lvcs map[string]*LastValueCache
 }
 
 func emptySnapshot() *Snapshot {
@@ -60,7 +65,7 @@ func (s *Snapshot) withDatabase(d *Database, nextDB, nextTable uint64) *Snapshot
 	}
 	dbs[d.Name] = d
 	next := newSnapshot(s.version+1, dbs, nextDB, nextTable)
-	next.tokens, next.dropped, next.replacing = s.tokens, s.dropped, s.replacing
+	next.tokens, next.dropped, next.replacing, next.lvcs = s.tokens, s.dropped, s.replacing, s.lvcs
 	return next
 }
 

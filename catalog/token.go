@@ -157,7 +157,7 @@ func withTokens(s *Snapshot, ch TokenChange) (*Snapshot, error) {
 		return nil, newError(ErrLastAdmin, "catalog: revoking the last admin token would leave no way to manage tokens: create another admin token first (or, on a stopped server, apron token create --admin --data-dir DIR --force)")
 	}
 	next := newSnapshot(s.version+1, s.databases, s.nextDatabaseID, s.nextTableID)
-	next.dropped, next.replacing = s.dropped, s.replacing
+	next.dropped, next.replacing, next.lvcs = s.dropped, s.replacing, s.lvcs
 	next.tokens = tokens
 	return next, nil
 }

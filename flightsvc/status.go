@@ -36,6 +36,8 @@ var codeRules = []struct {
 	{errNotFound, codes.NotFound},
 	{errResourceExhausted, codes.ResourceExhausted},
 	{catalog.ErrTableExists, codes.AlreadyExists},
+	{catalog.ErrCacheExists, codes.AlreadyExists},
+	{catalog.ErrCacheNotFound, codes.NotFound},
 	{catalog.ErrDatabaseExists, codes.AlreadyExists},
 	{catalog.ErrDatabaseNotEmpty, codes.FailedPrecondition},
 	{catalog.ErrReplaceInProgress, codes.Aborted},

@@ -360,6 +360,12 @@ func (w *admitWalker) walk(v any, depth int64) error {
 			name, _ := f["function_name"].(string)
 			schema, _ := f["schema"].(string)
 			catalogName, _ := f["catalog"].(string)
+			if strings.EqualFold(name, lastValueFunction) {
+				if err := w.admitLastValue(f); err != nil {
+					return err
+				}
+				break
+			}
 			if !allowedTableFunctions[strings.ToLower(name)] || schema != "" || catalogName != "" {
 				return newError(ErrUnsupportedStatement,
 					"table function %s is not available: queries read Apron's tables (FROM db.table; the system tables describe the server); the table functions allowed are %s",

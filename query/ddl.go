@@ -23,6 +23,7 @@ import (
 //	CREATE TABLE [IF NOT EXISTS] [[apron.]db.]table (column type [NULL], …)
 //	DROP TABLE [IF EXISTS] [[apron.]db.]table
 //	DROP SCHEMA [IF EXISTS] db [CASCADE | RESTRICT]
+//	CREATE / DROP LAST VALUE CACHE … (lastvalue_ddl.go)
 //
 // The grammar is an allow-list: a statement that is not exactly one of
 // these, token by token, is refused (or, if it does not start with CREATE
@@ -39,6 +40,8 @@ const (
 	ddlCreateTable
 	ddlDropTable
 	ddlDropSchema
+	ddlCreateLastValue // lastvalue_ddl.go
+	ddlDropLastValue
 )
 
 type ddlPlan struct {
@@ -47,6 +50,7 @@ type ddlPlan struct {
 	ifFlag    bool // IF NOT EXISTS / IF EXISTS
 	cascade   bool
 	columns   []ddlColumn // CREATE TABLE, as written
+	lvc       *lastValueDDL
 }
 
 type ddlColumn struct {
@@ -55,7 +59,7 @@ type ddlColumn struct {
 	notNull bool
 }
 
-const ddlForms = "CREATE SCHEMA [IF NOT EXISTS] db; CREATE TABLE [IF NOT EXISTS] [db.]table (column type, …); DROP TABLE [IF EXISTS] [db.]table; DROP SCHEMA [IF EXISTS] db [CASCADE]"
+const ddlForms = "CREATE SCHEMA [IF NOT EXISTS] db; CREATE TABLE [IF NOT EXISTS] [db.]table (column type, …); DROP TABLE [IF EXISTS] [db.]table; DROP SCHEMA [IF EXISTS] db [CASCADE]; " + lastValueForms
 
 // parseDDL recognizes the DDL forms. ok is false when sql does not start
 // with CREATE or DROP.
@@ -76,6 +80,8 @@ func parseDDL(sql, database string) (p *ddlPlan, ok bool, err error) {
 		s.word("DROP")
 	}
 	switch {
+	case s.word("LAST"):
+		return parseLastValueDDL(s, create, database)
 	case s.word("SCHEMA"):
 		p.op = map[bool]ddlOp{true: ddlCreateSchema, false: ddlDropSchema}[create]
 	case s.word("TABLE"):
@@ -274,6 +280,8 @@ func (e *Engine) execDDL(ctx context.Context, st *Statement) error {
 		_, err = e.wb.DropTable(p.db, p.table, p.ifFlag)
 	case ddlDropSchema:
 		_, err = e.wb.DropDatabase(p.db, p.cascade, p.ifFlag)
+	case ddlCreateLastValue, ddlDropLastValue:
+		err = e.execLastValueDDL(p)
 	}
 	if err != nil {
 		return err

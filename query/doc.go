@@ -148,6 +148,26 @@
 // Admission's checks against the catalog and the caller's permissions run
 // again on every use.
 //
+// # Last-value caches
+//
+// lastvalue.go: the engine fills a table's cache (buffer/lastvalue.go)
+// with SELECT * … QUALIFY row_number() OVER (PARTITION BY keys ORDER BY
+// time DESC) <= count over a View, on one goroutine of its own (stopped
+// by Close). last_value('db.table') reads a ready cache: a table
+// function admitted like a table of its database, bound only for
+// admitted databases, sharing apron_scan's init and function. A
+// statement whose answer depends only on the latest rows per key —
+// decided on its parse tree: one SELECT over one table, GROUP BY a
+// subset of the keys with only arg_max / max_by / arg_max_null(col,
+// time) and max(time) (and the grouped keys, constants, ORDER BY and
+// LIMIT of the groups), or ORDER BY time DESC LIMIT k with k at most the
+// count; WHERE an AND of conditions on key columns and time > / >=
+// constants — runs unchanged, its scan fed the cache's rows (filtered by
+// the retention cutoff) instead of the table's, when the cache is ready
+// and of the View's table, and, for arg_max / max_by (which skip NULLs),
+// when no cached row has a NULL in the column they read. Anything else
+// reads the table. Stats.LastValueUses counts the scans so fed.
+//
 // # Connections
 //
 // A query runs on a connection of its own, taken from a pool bounded by

@@ -150,6 +150,11 @@ type Engine struct {
 	directScans   atomic.Int64 // queries streamed as direct scans
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
+	lastValueUses atomic.Int64 // scans fed from a last-value cache
+	// stopFills ends the goroutine that fills last-value caches;
+	// fillsDone is closed when it has returned.
+	stopFills context.CancelFunc
+	fillsDone chan struct{}
 	// scanMem allocates the batches direct scans build; they are released
 	// once sent, and reused.
 	scanMem *buffer.Recycler
@@ -234,6 +239,10 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("query: serializing the bounds template: %v", err)
 	}
 	e.evalTemplate = rows[0][0]
+	var fillCtx context.Context
+	fillCtx, e.stopFills = context.WithCancel(context.Background())
+	e.fillsDone = make(chan struct{})
+	go e.runLastValueFills(fillCtx, e.fillsDone)
 	return e, nil
 }
 
@@ -258,6 +267,8 @@ func (e *Engine) Close() error {
 		duck.Interrupt(c.c)
 	}
 	e.mu.Unlock()
+	e.stopFills()
+	<-e.fillsDone
 	for range cap(e.sem) {
 		e.sem <- struct{}{}
 	}
@@ -289,6 +300,7 @@ type Stats struct {
 	ChunksScanned int64 // buffered chunks read by scans
 	ChunksPruned  int64 // buffered chunks skipped by time pruning
 	DirectScans   int64 // queries streamed straight from storage (direct.go)
+	LastValueUses int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
 	// [MinTime, MaxTime], or all their row groups' time statistics).
@@ -317,7 +329,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()

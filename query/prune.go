@@ -47,6 +47,9 @@ type queryState struct {
 	// who runs the query (admitted.who): the system tables show it only
 	// what it may see.
 	who *auth.Principal
+	// lastValue are the tables whose scans read their last-value cache
+	// instead, when it is ready (lastvalue.go), by lowerKey.
+	lastValue map[buffer.TableKey]*lastValueUse
 }
 
 func (q *queryState) close() {
@@ -94,6 +97,9 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		if qs.direct == nil && err == nil {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
 		}
+	}
+	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {
+		qs.lastValue = map[buffer.TableKey]*lastValueUse{lowerKey(k.Database, k.Table): use}
 	}
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
 	qs.view = e.wb.View()

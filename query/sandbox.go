@@ -77,6 +77,10 @@ func (e *Engine) openDuckDB() error {
 		e.closeDuckDB()
 		return err
 	}
+	if err := e.registerLastValue(); err != nil {
+		e.closeDuckDB()
+		return err
+	}
 	if err := e.views.init(e); err != nil {
 		e.closeDuckDB()
 		return err

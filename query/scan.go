@@ -119,6 +119,8 @@ type bindData struct {
 	// qs is the state of the query the scan is bound in (its View), nil
 	// when bound outside a query.
 	qs *queryState
+	// lastValue: a scan of the table's last-value cache (last_value).
+	lastValue bool
 }
 
 //export apron_scan_bind
@@ -138,6 +140,12 @@ func (e *Engine) bind(info duck.BindInfo) error {
 	duck.DestroyValue(&v0)
 	duck.DestroyValue(&v1)
 	duck.DestroyValue(&v2)
+	return e.bindTable(info, db, table, ncols, false)
+}
+
+// bindTable binds a scan of db.table's first ncols columns (all if 0);
+// lastValue: of its last-value cache's rows (last_value, lastvalue.go).
+func (e *Engine) bindTable(info duck.BindInfo, db, table string, ncols int64, lastValue bool) error {
 	var cc duck.ClientContext
 	duck.TableFunctionGetClientContext(info, &cc)
 	id := uint64(duck.ClientContextGetConnectionId(cc))
@@ -147,7 +155,7 @@ func (e *Engine) bind(info duck.BindInfo) error {
 		qs = v.(*queryState)
 	}
 	var fields []arrow.Field
-	if st, ok := systemTables[table]; ok && db == SystemSchema {
+	if st, ok := systemTables[table]; ok && db == SystemSchema && !lastValue {
 		fields = st.schema.Fields()
 	} else {
 		// The table as the query's View has it: its chunks and files are
@@ -187,7 +195,7 @@ func (e *Engine) bind(info duck.BindInfo) error {
 		duck.BindAddResultColumn(info, name, types[i])
 		duck.DestroyLogicalType(&types[i])
 	}
-	bd := &bindData{e: e, key: buffer.TableKey{Database: db, Table: table}, bounds: allTime}
+	bd := &bindData{e: e, key: buffer.TableKey{Database: db, Table: table}, bounds: allTime, lastValue: lastValue}
 	bd.fields = fields
 	if qs != nil {
 		bd.qs = qs
@@ -283,7 +291,7 @@ func apron_scan_init(p unsafe.Pointer) {
 		}
 	}
 	g.ctx = context.Background()
-	if _, ok := systemTables[bd.key.Table]; ok && bd.key.Database == SystemSchema {
+	if _, ok := systemTables[bd.key.Table]; ok && bd.key.Database == SystemSchema && !bd.lastValue {
 		var who *auth.Principal
 		if bd.qs != nil {
 			who = bd.qs.who
@@ -298,13 +306,21 @@ func apron_scan_init(p unsafe.Pointer) {
 			view = g.view
 		}
 		bounds := withCutoff(view, bd.key, bd.bounds)
-		g.chunks = bd.e.snapshot(view, bd.key, bounds)
-		g.files = bd.e.persistedFiles(view, bd.key, bounds)
-		if bd.qs != nil && bd.qs.meta != nil && bd.qs.meta.key == lowerKey(bd.key.Database, bd.key.Table) {
-			var nc, nf int64
-			g.chunks, g.files, nc, nf = bd.qs.meta.claim(g.chunks, g.files, view.Cutoff(bd.key.Database))
-			bd.e.metaChunks.Add(nc)
-			bd.e.metaFiles.Add(nf)
+		if chunks, ok, err := bd.e.lastValueChunks(view, bd); err != nil {
+			g.destroy()
+			duck.InitSetError(info, err.Error())
+			return
+		} else if ok {
+			g.chunks = chunks // instead of the table's (lastvalue.go)
+		} else {
+			g.chunks = bd.e.snapshot(view, bd.key, bounds)
+			g.files = bd.e.persistedFiles(view, bd.key, bounds)
+			if bd.qs != nil && bd.qs.meta != nil && bd.qs.meta.key == lowerKey(bd.key.Database, bd.key.Table) {
+				var nc, nf int64
+				g.chunks, g.files, nc, nf = bd.qs.meta.claim(g.chunks, g.files, view.Cutoff(bd.key.Database))
+				bd.e.metaChunks.Add(nc)
+				bd.e.metaFiles.Add(nf)
+			}
 		}
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)

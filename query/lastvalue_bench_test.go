@@ -1,0 +1,77 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// BenchmarkLastValue: the last row per series (arg_max per host of every
+// column, GROUP BY host) over APRON_BENCH_ROWS buffered rows (default
+// 2M) of 1,000 and of 100,000 series, answered from the table's
+// last-value cache ("cache") and, in the same run over the same rows,
+// by DuckDB over the whole table ("table": the same query as a
+// subquery, which the cache does not answer). Run with -count to
+// interleave.
+func BenchmarkLastValue(b *testing.B) {
+	const sql = "SELECT host, arg_max(usage, time), arg_max(idle, time), max(time) FROM db.cpu GROUP BY host"
+	for _, series := range []int{1000, 100_000} {
+		b.Run(fmt.Sprintf("series=%d", series), func(b *testing.B) {
+			n := benchRows(b)
+			v := newEnv(b, Config{})
+			lastValueBenchRows(b, v, n, series)
+			if err := v.exec("CREATE LAST VALUE CACHE ON db.cpu"); err != nil {
+				b.Fatal(err)
+			}
+			v.waitReady("db", "cpu")
+			for _, side := range []string{"cache", "table"} {
+				b.Run(side, func(b *testing.B) {
+					q := sql
+					if side == "table" {
+						q = lvOracle(sql)
+					}
+					uses := v.e.Stats().LastValueUses
+					for b.Loop() {
+						r, err := v.e.Query(context.Background(), q, "")
+						rows, _ := drain(b, r, err)
+						if rows != int64(series) {
+							b.Fatalf("%d rows, want %d", rows, series)
+						}
+					}
+					if used := v.e.Stats().LastValueUses > uses; used != (side == "cache") {
+						b.Fatalf("%s: cache used %v", side, used)
+					}
+				})
+			}
+		})
+	}
+}
+
+// lastValueBenchRows writes n rows of db.cpu (time, host of series,
+// usage, idle), 1 ms apart, in 100k-row batches.
+func lastValueBenchRows(b *testing.B, v *env, n, series int) {
+	names := make([]string, series)
+	for i := range names {
+		names[i] = fmt.Sprintf("host-%06d", i)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "idle", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	for off := 0; off < n; off += 100_000 {
+		m := min(100_000, n-off)
+		rb := array.NewRecordBuilder(v.mem, schema)
+		for i := off; i < off+m; i++ {
+			rb.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base + int64(i)*1e6))
+			rb.Field(1).(*array.StringBuilder).Append(names[i%series])
+			rb.Field(2).(*array.Float64Builder).Append(float64(i%1000) / 10)
+			rb.Field(3).(*array.Int64Builder).Append(int64(i % 777))
+		}
+		rec := rb.NewRecordBatch()
+		rb.Release()
+		v.write("db", "cpu", rec)
+	}
+}
