@@ -150,7 +150,7 @@ type Engine struct {
 	directScans   atomic.Int64 // queries streamed as direct scans
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
-	lastValueUses atomic.Int64 // scans fed from a last-value cache
+	lastValueUses         atomic.Int64 // scans fed from a last-value cache
 	// stopFills ends the goroutine that fills last-value caches;
 	// fillsDone is closed when it has returned.
 	stopFills context.CancelFunc
