@@ -164,6 +164,7 @@ func (b *WriteBuffer) runCompaction(ctx context.Context, job compactionJob) erro
 	}
 	b.removeFilesLocked("compacted", func(_ persist.Segment, f persist.File) bool { return replaced[f.Path] })
 	b.mu.persisted.Add(c.Segment())
+	b.markStaleLocked()
 	b.forgetDroppedLocked() // a drop while it ran
 	b.mu.Unlock()
 	b.kickSweep()

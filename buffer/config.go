@@ -166,13 +166,31 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// DefaultGOGC is the Go GC target `apron serve` runs with (--gogc). Go's
-// default, 100, lets the heap grow to twice the live data between
-// collections, and Apron's live data is mostly this buffer (up to
-// MemLimit): the process would take about twice the buffer's memory. The
-// buffer is pointer-free slices a collection does not scan, so collecting
-// more often costs little: measured on 2 cores, bulk ingest loses ~10-15%
-// against GOGC=100, and a 1 GB segment persists with peak RSS 1.46-1.48x
-// its buffered bytes (2.41x at GOGC=100, 1.63x at 30). BenchmarkPersist
-// runs under it.
-const DefaultGOGC = 15
+// DefaultGOGC is the Go GC target `apron serve` runs with (--gogc), Go's
+// default. Alone it would let the heap grow to twice the live data, which
+// is mostly this buffer: the process is held near the buffer's memory by
+// the soft memory limit instead (DefaultGCMemoryLimit), under which the
+// GC runs more often only as the heap nears it.
+//
+// It was 15, which bounded the heap at 1.15x the live data (a 1 GB segment
+// persisted with peak RSS 1.46-1.48x its buffered bytes), but collected
+// so often that writes paid for it: with one writer of 1,000-row batches
+// while a segment persisted, a trace showed its goroutines in GC mark
+// assists of up to 506 ms, and BenchmarkAckWhilePersisting (128 MiB
+// segment, no fsync, 2 cores) counted 27-33 collections and 52-361 ms of
+// assist CPU during the persist at 15, 6-9 and 6-46 ms at 100 with the
+// limit. BenchmarkPersist runs under it.
+const DefaultGOGC = 100
+
+// DefaultGCMemoryLimit is the Go soft memory limit (debug.SetMemoryLimit)
+// `apron serve` sets for a buffer of memLimit bytes (--gc-memory-limit
+// auto): the buffer, plus half of it or 256 MiB, whichever is more, for
+// everything else: a persist's encoding takes up to ~0.5x the segment
+// (BenchmarkPersist), and a segment is at most half the buffer; decoded
+// writes and query results on their way out take the rest. Under it the
+// GC runs at GOGC's pace; as the heap nears it, more often, so that the
+// heap stays about there. At a full buffer that is about where GOGC=15
+// held it (1.15x of the buffer plus a persist's working set).
+func DefaultGCMemoryLimit(memLimit int64) int64 {
+	return memLimit + max(memLimit/2, 256<<20)
+}

@@ -600,6 +600,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	b.mu.Lock()
 	seg.persisted = true
 	b.mu.persisted.Add(ps)
+	b.markStaleLocked()
 	// A drop while the segment was being written.
 	b.forgetDroppedLocked()
 	b.mu.Unlock()
@@ -737,12 +738,15 @@ func (t *tableBuffer) partitionChunks() map[int64][]Chunk {
 // once no View holds it.
 func (b *WriteBuffer) dropSegment(seg *Segment) {
 	b.mu.Lock()
+	n := len(b.mu.closed)
 	b.mu.closed = slices.DeleteFunc(b.mu.closed, func(s *Segment) bool { return s == seg })
-	seg.dropped = true
-	free := seg.readers == 0
+	dropped := len(b.mu.closed) < n
+	if dropped {
+		b.markStaleLocked()
+	}
 	b.mu.Unlock()
-	if free {
-		seg.release()
+	if dropped {
+		seg.unref() // the buffer's reference
 	}
 }
 
@@ -759,6 +763,7 @@ type View struct {
 	Persisted []persist.Segment
 
 	b    *WriteBuffer
+	st   *viewState        // what it was taken from (viewstate.go)
 	cat  *catalog.Snapshot // as the View was taken: what was dropped (ddl.go)
 	now  time.Time         // when it was taken: what expired (retention.go)
 	gen  uint64            // the Index's generation then (sweep.go)
@@ -766,37 +771,26 @@ type View struct {
 }
 
 // View takes a View. Its buffered segments stay in memory until Release.
+// It takes no lock (viewstate.go): a write's fsync or a rollover does not
+// delay it. Buffered and Persisted are shared with other Views: read
+// them, do not modify them.
 func (b *WriteBuffer) View() *View {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	v := &View{b: b, cat: b.cat.Snapshot(), now: b.cfg.Now(), gen: b.viewTakenLocked(), Buffered: make([]*Segment, 0, len(b.mu.closed)+1)}
-	ids := make(map[uint64]bool, len(b.mu.closed)+1)
-	for _, s := range append(slices.Clip(b.mu.closed), b.mu.open) {
-		s.readers++
-		v.Buffered = append(v.Buffered, s)
-		ids[s.id] = true
+	var st *viewState
+	for {
+		st = b.viewState.Load()
+		if st.tryRef() {
+			break
+		}
 	}
-	v.Persisted = b.mu.persisted.Without(ids)
-	return v
+	// The catalog after the segments: a drop since is then seen, and its
+	// table's rows hidden, but a newer segment (with the rows of a table
+	// made again under the same name) is not.
+	return &View{b: b, st: st, cat: b.cat.Snapshot(), now: b.cfg.Now(), gen: st.gen, Buffered: st.segs, Persisted: st.persisted}
 }
 
 // Release lets the buffer free the segments of the view. Idempotent.
 func (v *View) Release() {
-	v.once.Do(func() {
-		var free []*Segment
-		v.b.mu.Lock()
-		v.b.viewReleasedLocked(v.gen)
-		for _, s := range v.Buffered {
-			s.readers--
-			if s.readers == 0 && s.dropped {
-				free = append(free, s)
-			}
-		}
-		v.b.mu.Unlock()
-		for _, s := range free {
-			s.release()
-		}
-	})
+	v.once.Do(func() { v.st.unref(v.b) })
 }
 
 // Persisted returns every persisted segment, in id order, including those

@@ -35,11 +35,14 @@ type Segment struct {
 	size     atomic.Int64
 	sealOnce sync.Once
 
+	// refs: one of the buffer while it buffers the segment, one of each
+	// View state listing it (viewstate.go); its memory is freed when the
+	// last goes.
+	refs atomic.Int64
+
 	// Guarded by WriteBuffer.mu (persist.go).
 	firstSeq, lastSeq uint64 // WAL sequence range of its records
 	persisted         bool   // its segment file is durable
-	dropped           bool   // out of the buffer: released once readers is 0
-	readers           int    // Views holding it
 
 	mu struct {
 		sync.RWMutex
@@ -53,6 +56,7 @@ func newSegment(id uint64, start time.Time, walFile string, chunkRows int) *Segm
 	s := &Segment{id: id, start: start, walFile: walFile, chunkRows: chunkRows}
 	s.mu.tables = make(map[TableKey]*tableBuffer)
 	s.mu.state = SegmentOpen
+	s.refs.Store(1)
 	return s
 }
 

@@ -111,25 +111,31 @@ func (b *WriteBuffer) WaitReaders(ctx context.Context) error {
 func (b *WriteBuffer) heldSegments() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	held := map[*Segment]bool{}
+	for _, st := range b.liveStatesLocked() {
+		for _, s := range st.segs {
+			held[s] = true
+		}
+	}
 	n := 0
 	for _, s := range append(b.mu.closed[:len(b.mu.closed):len(b.mu.closed)], b.mu.open) {
-		if s != nil && s.readers > 0 {
+		if s != nil && held[s] {
 			n++
 		}
 	}
 	return n
 }
 
-// releaseUnread frees the memory of segments no View holds, under b.mu.
-// One still read is left to its last View's Release (as a dropped segment
-// is): a query cut off by a shutdown may still read it, and freeing it
-// under the query would be a use after free. It returns how many were
-// left so.
+// releaseUnread drops the buffer's reference on segs, under b.mu, once
+// the View state lists none of them (Close): the memory of those no View
+// holds is freed; one still read is left to its last View's Release (as a
+// dropped segment is): a query cut off by a shutdown may still read it,
+// and freeing it under the query would be a use after free. It returns
+// how many were left so.
 func releaseUnread(segs []*Segment) int {
 	left := 0
 	for _, s := range segs {
-		if s.readers > 0 {
-			s.dropped = true
+		if s.refs.Add(-1) > 0 {
 			left++
 			continue
 		}

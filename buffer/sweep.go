@@ -29,8 +29,7 @@ import (
 
 // sweepState is guarded by WriteBuffer.mu.
 type sweepState struct {
-	gen   uint64         // the Index's generation
-	views map[uint64]int // live Views by the generation they were taken at
+	gen uint64 // the Index's generation; Views hold it (viewstate.go)
 	// dirty: listing (persist.Segment.Listing: a segment file or a
 	// compaction file) → what it is to list (a listing left with no file
 	// leaves the Index: this is then its only copy), with the mark of the
@@ -105,6 +104,7 @@ func (b *WriteBuffer) removeFilesLocked(reason string, drop func(persist.Segment
 	}
 	st.gen++
 	st.doomed = append(st.doomed, removed...)
+	b.markStaleLocked()
 	return true
 }
 
@@ -145,34 +145,13 @@ func (b *WriteBuffer) forgetExpiredLocked(now time.Time) {
 	})
 }
 
-// viewTakenLocked and viewReleasedLocked count the Views of each
-// generation.
-func (b *WriteBuffer) viewTakenLocked() uint64 {
-	st := &b.mu.sweep
-	if st.views == nil {
-		st.views = map[uint64]int{}
-	}
-	st.views[st.gen]++
-	return st.gen
-}
-
-func (b *WriteBuffer) viewReleasedLocked(gen uint64) {
-	st := &b.mu.sweep
-	if st.views[gen]--; st.views[gen] <= 0 {
-		delete(st.views, gen)
-		if len(st.doomed) > 0 {
-			// The files that waited on its generation may go now.
-			b.kickSweep()
-		}
-	}
-}
-
 // oldestViewLocked is the generation of the oldest View held, or the
-// current one if none is.
+// current one if none is. (The last View of an older generation to go
+// kicks the sweep: viewState.unref.)
 func (b *WriteBuffer) oldestViewLocked() uint64 {
 	oldest := b.mu.sweep.gen
-	for g := range b.mu.sweep.views {
-		oldest = min(oldest, g)
+	for _, s := range b.liveStatesLocked() {
+		oldest = min(oldest, s.gen)
 	}
 	return oldest
 }

@@ -3,9 +3,10 @@ package buffer
 import (
 	"sort"
 
+	"sync"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"sync"
 )
 
 const nsPerDay = int64(24 * 60 * 60 * 1e9)

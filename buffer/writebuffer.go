@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -38,8 +39,11 @@ type WriteBuffer struct {
 	// WAL record under mu, so WAL order is catalog order. A write that
 	// changes the catalog also waits for its fsync under mu (catalog changes
 	// are rare); the others wait outside it and share fsyncs.
+	//
+	// Views do not take mu: they read viewState (viewstate.go), which
+	// mu's Unlock publishes after a change.
 	mu struct {
-		sync.Mutex
+		publishMutex
 		w        *wal.Writer
 		open     *Segment
 		closed   []*Segment
@@ -54,8 +58,17 @@ type WriteBuffer struct {
 		sweep sweepState
 		// replaces are the replaces in progress (replace.go).
 		replaces map[*Replace]bool
+		// live are the retired View states that Views may still hold
+		// (viewstate.go).
+		live []*viewState
+		// released: Close has let go of the segments; View states list
+		// none from then on.
+		released bool
 	}
-	persist persistState
+	// viewState is what View takes; viewGen mirrors its generation.
+	viewState atomic.Pointer[viewState]
+	viewGen   atomic.Uint64
+	persist   persistState
 	// lvc are the last-value caches (lastvalue.go).
 	lvc *lastValues
 
@@ -159,6 +172,8 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 	}
 	b.mu.w = w
 	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows)
+	b.mu.publish, b.mu.stale = b.publishLocked, false
+	b.publishLocked() // not yet shared: no lock needed
 	b.metrics = newMetrics(cfg.Registerer, b)
 	go b.loop()
 	b.startPersister()
@@ -390,6 +405,7 @@ func (b *WriteBuffer) rollLocked(now time.Time, why string) error {
 	old.close(now)
 	b.mu.closed = append(b.mu.closed, old)
 	b.mu.open = newSegment(next, now, walFileName(b.walDir, next), b.cfg.ChunkRows)
+	b.markStaleLocked()
 	b.log.Info("segment rolled over", "closed", old.id, "opened", next, "why", why,
 		"rows", old.rows.Load(), "bytes", old.size.Load())
 	b.metrics.rollovers.Inc()
@@ -495,6 +511,8 @@ func (b *WriteBuffer) Close() error {
 			errs = append(errs, fmt.Errorf("buffer: saving catalog: %w", err))
 		}
 	}
+	b.mu.released = true
+	b.publishLocked()
 	if left := releaseUnread(append(b.mu.closed, b.mu.open)); left > 0 {
 		b.log.Error("closing the buffer while queries still read it: the memory of the segments they read is left to them (freed by their last reader, or at exit), not freed under them",
 			"segments", left)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/apron-db/apron/buffer"
 )
@@ -23,4 +26,60 @@ func setGCPercent(flagValue int, given bool) string {
 		return "off"
 	}
 	return strconv.Itoa(flagValue)
+}
+
+// gcMemoryLimit is --gc-memory-limit: auto (buffer.DefaultGCMemoryLimit
+// of --buffer-mem-limit), off, or a size.
+type gcMemoryLimit struct {
+	auto  bool
+	bytes int64 // with auto false: 0 is off
+}
+
+func (g *gcMemoryLimit) String() string {
+	switch {
+	case g.auto:
+		return "auto"
+	case g.bytes == 0:
+		return "off"
+	}
+	return strconv.FormatInt(g.bytes, 10)
+}
+
+func (g *gcMemoryLimit) Set(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "auto":
+		*g = gcMemoryLimit{auto: true}
+		return nil
+	case "off", "none", "0":
+		*g = gcMemoryLimit{}
+		return nil
+	}
+	n, err := parseBytes(s)
+	if err != nil {
+		return fmt.Errorf("want auto, off or a size such as 3GiB: %w", err)
+	}
+	if n < 64<<20 {
+		return fmt.Errorf("%d bytes is under 64 MiB: the GC would run without pause; want auto, off or a larger size", n)
+	}
+	*g = gcMemoryLimit{bytes: n}
+	return nil
+}
+
+// setMemoryLimit applies --gc-memory-limit for a buffer of memLimit bytes,
+// or leaves a GOMEMLIMIT environment variable in force when the flag was
+// not given. It returns the limit in force, for the ready line.
+func setMemoryLimit(g gcMemoryLimit, given bool, memLimit int64) string {
+	if env, ok := os.LookupEnv("GOMEMLIMIT"); ok && !given {
+		return env
+	}
+	n := g.bytes
+	if g.auto {
+		n = buffer.DefaultGCMemoryLimit(memLimit)
+	}
+	if n == 0 {
+		debug.SetMemoryLimit(math.MaxInt64)
+		return "off"
+	}
+	debug.SetMemoryLimit(n)
+	return strconv.FormatInt(n, 10)
 }

@@ -35,6 +35,8 @@ type serveFlags struct {
 	sqlCfg              flightsvc.Config
 	gogc                int
 	gogcGiven           bool // by flag or APRON_GOGC
+	gcMemLimit          gcMemoryLimit
+	gcMemLimitGiven     bool // by flag or APRON_GC_MEMORY_LIMIT
 	auth                authFlags
 	tls                 tlsFlags
 	retention           string
@@ -46,6 +48,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	f := &serveFlags{cfg: buffer.DefaultConfig(), queryCfg: query.DefaultConfig(), sqlCfg: flightsvc.Config{
 		QueryIdleTimeout: flightsvc.DefaultQueryIdleTimeout, SlowQueryThreshold: flightsvc.DefaultSlowQueryThreshold}}
 	f.memLimit = byteSize(f.cfg.MemLimit)
+	f.gcMemLimit = gcMemoryLimit{auto: true}
 	f.maxValueSize = byteSize(f.cfg.MaxValueSize)
 	f.queryMemLimit = byteSize(f.queryCfg.MemoryLimit)
 	fs := flag.NewFlagSet("apron serve", flag.ContinueOnError)
@@ -78,6 +81,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.IntVar(&f.gogc, "gogc", defaultGOGC, "Go's GC target percentage (as GOGC): the heap may grow this far past the live data between collections; a GOGC environment variable wins over the default")
+	fs.Var(&f.gcMemLimit, "gc-memory-limit", "Go's soft memory limit (as GOMEMLIMIT): the GC runs more often as the heap nears it; auto is --buffer-mem-limit plus half of it (at least 256MiB), off for none, or a size such as 3GiB; a GOMEMLIMIT environment variable wins over the default")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, the most the shutdown takes: in-flight writes, the cancelled queries and a persist in progress get this long (less a reserve for closing the WAL), then are cut off")
 	fs.DurationVar(&f.sqlCfg.SlowQueryThreshold, "slow-query-threshold", f.sqlCfg.SlowQueryThreshold, "a call (query, ingest stream, any RPC) taking longer is logged at info as a slow request, with its request id, SQL and rows; 0 = the default 1s, negative = never (every call is logged at debug)")
 	f.auth.register(fs)
@@ -104,6 +108,8 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) { f.gogcGiven = f.gogcGiven || fl.Name == "gogc" })
 	f.gogcGiven = f.gogcGiven || os.Getenv("APRON_GOGC") != ""
+	fs.Visit(func(fl *flag.Flag) { f.gcMemLimitGiven = f.gcMemLimitGiven || fl.Name == "gc-memory-limit" })
+	f.gcMemLimitGiven = f.gcMemLimitGiven || os.Getenv("APRON_GC_MEMORY_LIMIT") != ""
 	f.cfg.MemLimit = int64(f.memLimit)
 	f.cfg.MaxValueSize = int64(f.maxValueSize)
 	f.queryCfg.CacheSize = int64(f.cacheSize)

@@ -30,13 +30,15 @@ import (
 // returns its error, and what was opened before is closed in reverse
 // order. A new part (a listener, an interceptor) is one more step.
 type server struct {
-	f       *serveFlags
-	log     *slog.Logger
-	start   time.Time
-	reg     *prometheus.Registry
-	gogc    string // the GC target in force, for the ready line
-	life    *lifecycle
-	closers closers
+	f     *serveFlags
+	log   *slog.Logger
+	start time.Time
+	reg   *prometheus.Registry
+	gogc  string // the GC target in force, for the ready line
+	// gcMemLimit is the soft memory limit in force, for the ready line.
+	gcMemLimit string
+	life       *lifecycle
+	closers    closers
 
 	certs        *tlsReloader
 	grpcOpts     []grpc.ServerOption // of both gRPC servers: TLS
@@ -95,7 +97,7 @@ func newServer(ctx context.Context, f *serveFlags, log *slog.Logger) (*server, e
 		"wal_sync", f.walSync, "retention", f.retention, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
 		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "slow_query_threshold", f.sqlCfg.SlowQueryThreshold, "max_value_size", f.cfg.MaxValueSize,
-		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
+		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gc_memory_limit", s.gcMemLimit, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
 		"authentication", s.verifier != nil, "tls", s.certs != nil, "mtls", f.tls.clientCA != "", "startup", time.Since(s.start).Round(time.Millisecond))
 	return s, nil
 }
@@ -104,6 +106,7 @@ func newServer(ctx context.Context, f *serveFlags, log *slog.Logger) (*server, e
 // metrics registry.
 func (s *server) setupRuntime(context.Context) error {
 	s.gogc = setGCPercent(s.f.gogc, s.f.gogcGiven)
+	s.gcMemLimit = setMemoryLimit(s.f.gcMemLimit, s.f.gcMemLimitGiven, s.f.cfg.MemLimit)
 	s.f.queryCfg.ExtraProcs = queryExtraProcs(s.f.queryCfg.Threads)
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
