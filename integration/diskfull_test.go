@@ -154,26 +154,7 @@ func TestDiskFull(t *testing.T) {
 	srv := startServer(t, dir, flags...)
 	metrics := metricsAddrOf(t, srv)
 
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	writers := []*diskWriter{{base: 0, wait: true}, {base: 1 << 40, wait: false}}
-	var wg sync.WaitGroup
-	for _, w := range writers {
-		c := flightClient(t, srv.Addr)
-		wg.Go(func() { w.run(ctx, c, mem) })
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		t.Fatalf("a writer was still waiting after 2 minutes: hung on the full disk (acknowledged: %d, %d)", writers[0].acked, writers[1].acked)
-	}
-	var firstFail time.Time
-	for _, w := range writers {
-		if firstFail.IsZero() || w.failedAt.Before(firstFail) {
-			firstFail = w.failedAt
-		}
-	}
+	writers, firstFail := runUntilRefused(t, srv.Addr, nil, "the full disk")
 	for _, w := range writers {
 		code, msg := grpcCode(w.err)
 		t.Logf("writer (wait %v): %d rows acknowledged, then after %s: %v %s", w.wait, w.acked,
@@ -209,6 +190,8 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("apron_wal_failed = %v, want 1", v)
 	}
 	// A new writer is refused at once too.
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
 	one := idRecord(mem, 1<<41, 1)
 	_, err = flightPut(testCtx(t), flightClient(t, srv.Addr), []string{"diskfull", "t"}, mem, one)
 	one.Release()
@@ -248,4 +231,34 @@ func checkAcked(t *testing.T, addr string, writers []*diskWriter, when string) {
 			t.Errorf("%s: writer (wait %v) had %d rows acknowledged; the table holds %v of them (%v distinct)", when, w.wait, w.acked, r["n"], r["ids"])
 		}
 	}
+}
+
+// runUntilRefused runs two writers to path (nil: the default) until each
+// is refused, one waiting for each acknowledgement, one streaming without
+// waiting; it fails the test if either is still waiting after 2 minutes
+// (hung on what: for the message). It returns them and the time of the
+// first refusal.
+func runUntilRefused(t *testing.T, addr string, path []string, what string) ([]*diskWriter, time.Time) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	writers := []*diskWriter{{path: path, base: 0, wait: true}, {path: path, base: 1 << 40, wait: false}}
+	var wg sync.WaitGroup
+	for _, w := range writers {
+		c := flightClient(t, addr)
+		wg.Go(func() { w.run(ctx, c, mem) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("a writer was still waiting after 2 minutes: hung on %s (acknowledged: %d, %d)", what, writers[0].acked, writers[1].acked)
+	}
+	var firstFail time.Time
+	for _, w := range writers {
+		if firstFail.IsZero() || w.failedAt.Before(firstFail) {
+			firstFail = w.failedAt
+		}
+	}
+	return writers, firstFail
 }

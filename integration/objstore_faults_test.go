@@ -2,20 +2,19 @@ package integration
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/storage"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/objstore/objstoretest"
 )
@@ -362,27 +361,7 @@ func TestObjectStoreOutageWriters(t *testing.T) {
 	srv := startServer(t, dir, flags...)
 	proxy.Inject(objstoretest.MatchUploads, objstoretest.Fault{Kind: objstoretest.FaultStatus, Status: 503}, -1)
 
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	path := []string{"outage", "t"}
-	writers := []*diskWriter{{path: path, base: 0, wait: true}, {path: path, base: 1 << 40, wait: false}}
-	var wg sync.WaitGroup
-	for _, w := range writers {
-		c := flightClient(t, srv.Addr)
-		wg.Go(func() { w.run(ctx, c, mem) })
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		t.Fatalf("a writer was still waiting after 2 minutes: hung on the full buffer (acknowledged: %d, %d)", writers[0].acked, writers[1].acked)
-	}
-	var firstFail time.Time
-	for _, w := range writers {
-		if firstFail.IsZero() || w.failedAt.Before(firstFail) {
-			firstFail = w.failedAt
-		}
-	}
+	writers, firstFail := runUntilRefused(t, srv.Addr, []string{"outage", "t"}, "the full buffer")
 	for _, w := range writers {
 		code, msg := grpcCode(w.err)
 		t.Logf("writer (wait %v): %d rows acknowledged, then after %s: %v %s", w.wait, w.acked,
@@ -399,6 +378,9 @@ func TestObjectStoreOutageWriters(t *testing.T) {
 	checkAcked(t, srv.Addr, writers, "during the outage")
 
 	proxy.Clear()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	path := []string{"outage", "t"}
 	waitUntil(t, "writes taken again after the outage", func() bool {
 		rec := idRecord(mem, 1<<41, 1)
 		defer rec.Release()

@@ -330,28 +330,32 @@ func BenchmarkSQLSelective(b *testing.B) {
 		"now-cast": "SELECT * FROM db.t WHERE host = 'host-7' AND time >= now()::TIMESTAMP - INTERVAL 5 MINUTE",
 	}
 	for _, name := range []string{"literal", "now", "now-cast"} {
-		b.Run(name, func(b *testing.B) {
-			c := sqlClient(b, d.apronAddr, nil)
-			var lat []time.Duration
-			var rows int64
-			for b.Loop() {
-				for range 200 {
-					start := time.Now()
-					r, err := flightSQLQuery(context.Background(), c, queries[name])
-					n, _, _ := drainArrow(b, r, err)
-					lat = append(lat, time.Since(start))
-					rows += n
-				}
-			}
-			slices.Sort(lat)
-			ms := func(p float64) float64 {
-				return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
-			}
-			b.ReportMetric(ms(0.50), "p50-ms")
-			b.ReportMetric(ms(0.99), "p99-ms")
-			b.ReportMetric(float64(rows)/float64(len(lat)), "rows/query")
-		})
+		b.Run(name, func(b *testing.B) { benchLatency(b, d.apronAddr, queries[name], 200) })
 	}
+}
+
+// benchLatency runs sql per times per op through Flight SQL and reports
+// its p50 and p99 and the rows of a query.
+func benchLatency(b *testing.B, addr, sql string, per int) {
+	c := sqlClient(b, addr, nil)
+	var lat []time.Duration
+	var rows int64
+	for b.Loop() {
+		for range per {
+			start := time.Now()
+			r, err := flightSQLQuery(context.Background(), c, sql)
+			n, _, _ := drainArrow(b, r, err)
+			lat = append(lat, time.Since(start))
+			rows += n
+		}
+	}
+	slices.Sort(lat)
+	ms := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
+	}
+	b.ReportMetric(ms(0.50), "p50-ms")
+	b.ReportMetric(ms(0.99), "p99-ms")
+	b.ReportMetric(float64(rows)/float64(len(lat)), "rows/query")
 }
 
 // BenchmarkSQLAggregate counts and averages per series per 1-minute

@@ -3,8 +3,6 @@
 package integration
 
 import (
-	"context"
-	"slices"
 	"testing"
 	"time"
 )
@@ -30,26 +28,6 @@ func BenchmarkSQLPoint(b *testing.B) {
 		{"last-per-host", "SELECT host, arg_max(usage_user, time), max(time) FROM db.t GROUP BY host"},
 	}
 	for _, q := range queries {
-		b.Run(q.name, func(b *testing.B) {
-			c := sqlClient(b, d.apronAddr, nil)
-			var lat []time.Duration
-			var rows int64
-			for b.Loop() {
-				for range 100 {
-					start := time.Now()
-					r, err := flightSQLQuery(context.Background(), c, q.sql)
-					n, _, _ := drainArrow(b, r, err)
-					lat = append(lat, time.Since(start))
-					rows += n
-				}
-			}
-			slices.Sort(lat)
-			ms := func(p float64) float64 {
-				return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
-			}
-			b.ReportMetric(ms(0.50), "p50-ms")
-			b.ReportMetric(ms(0.99), "p99-ms")
-			b.ReportMetric(float64(rows)/float64(len(lat)), "rows/query")
-		})
+		b.Run(q.name, func(b *testing.B) { benchLatency(b, d.apronAddr, q.sql, 100) })
 	}
 }

@@ -119,21 +119,9 @@ func parseDDL(sql, database string) (p *ddlPlan, ok bool, err error) {
 			return bad("a schema name has at most two parts, catalog.schema")
 		}
 	} else {
-		switch len(names) {
-		case 1:
-			if database == "" {
-				return bad("table %q has no database: write db.table, or set a current database", names[0])
-			}
-			p.db, p.table = database, names[0]
-		case 2:
-			p.db, p.table = names[0], names[1]
-		case 3:
-			if !strings.EqualFold(names[0], Catalog) {
-				return bad("catalog %q does not exist; the only catalog is %s", names[0], Catalog)
-			}
-			p.db, p.table = names[1], names[2]
-		default:
-			return bad("a table name has at most three parts, catalog.database.table")
+		var msg string
+		if p.db, p.table, msg = tableName(names, database); msg != "" {
+			return bad("%s", msg)
 		}
 	}
 	if strings.EqualFold(p.db, SystemSchema) {
@@ -288,4 +276,25 @@ func (e *Engine) execDDL(ctx context.Context, st *Statement) error {
 	}
 	// The next query sees the change at once.
 	return e.views.sync()
+}
+
+// tableName resolves a table name of one to three parts ([catalog.]
+// [database.]table) with database current; msg says what is wrong with it,
+// if anything.
+func tableName(names []string, database string) (db, table, msg string) {
+	switch len(names) {
+	case 1:
+		if database == "" {
+			return "", "", fmt.Sprintf("table %q has no database: write db.table, or set a current database", names[0])
+		}
+		return database, names[0], ""
+	case 2:
+		return names[0], names[1], ""
+	case 3:
+		if !strings.EqualFold(names[0], Catalog) {
+			return "", "", fmt.Sprintf("catalog %q does not exist; the only catalog is %s", names[0], Catalog)
+		}
+		return names[1], names[2], ""
+	}
+	return "", "", "a table name has at most three parts, catalog.database.table"
 }

@@ -65,21 +65,9 @@ func parseLastValueDDL(s *ddlScanner, create bool, database string) (*ddlPlan, b
 	if !ok {
 		return bad("expected a table name after ON")
 	}
-	switch len(names) {
-	case 1:
-		if database == "" {
-			return bad("table %q has no database: write db.table, or set a current database", names[0])
-		}
-		p.db, p.table = database, names[0]
-	case 2:
-		p.db, p.table = names[0], names[1]
-	case 3:
-		if !strings.EqualFold(names[0], Catalog) {
-			return bad("catalog %q does not exist; the only catalog is %s", names[0], Catalog)
-		}
-		p.db, p.table = names[1], names[2]
-	default:
-		return bad("a table name has at most three parts, catalog.database.table")
+	var msg string
+	if p.db, p.table, msg = tableName(names, database); msg != "" {
+		return bad("%s", msg)
 	}
 	if strings.EqualFold(p.db, SystemSchema) {
 		return nil, true, newError(ErrSyntax, "the %s schema's tables have no last-value caches", SystemSchema)

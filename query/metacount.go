@@ -138,19 +138,8 @@ func emptyList(v any) bool {
 // isTimeColumn says whether e is the time column of the table named table
 // (or aliased alias).
 func isTimeColumn(e any, alias, table string) bool {
-	m, ok := e.(map[string]any)
-	if !ok || m["class"] != "COLUMN_REF" {
-		return false
-	}
-	names, _ := m["column_names"].([]any)
-	switch len(names) {
-	case 1:
-		return names[0] == buffer.TimeColumn
-	case 2:
-		q, _ := names[0].(string)
-		return names[1] == buffer.TimeColumn && (alias != "" && strings.EqualFold(q, alias) || alias == "" && strings.EqualFold(q, table))
-	}
-	return false
+	name, ok := columnOf(e, alias, table)
+	return ok && name == buffer.TimeColumn
 }
 
 // sure says whether every row of a chunk or file with rows in

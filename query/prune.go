@@ -338,21 +338,7 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 	if !ok {
 		return
 	}
-	isTime := func(e any) bool {
-		m, ok := e.(map[string]any)
-		if !ok || m["class"] != "COLUMN_REF" {
-			return false
-		}
-		names, _ := m["column_names"].([]any)
-		switch len(names) {
-		case 1:
-			return names[0] == buffer.TimeColumn
-		case 2:
-			q, _ := names[0].(string)
-			return names[1] == buffer.TimeColumn && (alias != "" && strings.EqualFold(q, alias) || alias == "" && strings.EqualFold(q, table))
-		}
-		return false
-	}
+	isTime := func(e any) bool { return isTimeColumn(e, alias, table) }
 	switch x["type"] {
 	case "CONJUNCTION_AND":
 		children, _ := x["children"].([]any)
