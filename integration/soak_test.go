@@ -16,7 +16,13 @@ func TestBenchSoak(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, t.TempDir(), "--segment-duration", "1s", "--metrics-addr", "127.0.0.1:0")
 	metrics := metricsAddrOf(t, srv)
-	r := runBench(t, srv.Addr, "soak", "--duration", "36s", "--warmup", "6s", "--sample-interval", "2s",
+	// A growth factor of 3, not the default 1.5: in 36 s on CI's two
+	// cores, shared with the other tests, the persister can fall behind
+	// the writers for a while and the queries (which read a table growing
+	// by ~450k rows/s) slow down and hold their segments longer, so the
+	// buffer may double without leaking. The long soak (README) judges at
+	// 1.5.
+	r := runBench(t, srv.Addr, "soak", "--duration", "36s", "--warmup", "6s", "--sample-interval", "2s", "--growth-factor", "3",
 		"--writers", "2", "--batch-rows", "500", "--concurrency", "1", "--queries", "point,last,count",
 		"--interval", "10s", "--metrics-url", "http://"+metrics+"/metrics")
 	t.Logf("stdout:\n%s", r.stdout)
