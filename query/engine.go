@@ -132,6 +132,8 @@ type Engine struct {
 	// the next (parsecache.go).
 	parses *parseCache
 	shapes *shapeCache
+	// boundValues keeps the values of constant time bounds (evalTimes).
+	boundValues *lru[string, evaluated]
 	// evalTemplate is a serialized statement time bounds are evaluated
 	// with (see evalTimes).
 	evalTemplate string
@@ -206,10 +208,11 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
-		procs:   &procBoost{extra: cfg.ExtraProcs},
-		parses:  newLRU[string, *parsed](defaultParseCacheBytes),
-		shapes:  newLRU[shapeKey, *shape](defaultShapeCacheEntries),
-		scanMem: buffer.NewRecycler(wb.Allocator())}
+		procs:       &procBoost{extra: cfg.ExtraProcs},
+		parses:      newLRU[string, *parsed](defaultParseCacheBytes),
+		shapes:      newLRU[shapeKey, *shape](defaultShapeCacheEntries),
+		boundValues: newLRU[string, evaluated](defaultBoundValueBytes),
+		scanMem:     buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
 			if _, local := inPlace(store, persist.File{Path: "x"}); !local {

@@ -50,4 +50,7 @@ const (
 	defaultParseCacheBytes = 16 << 20
 	// defaultShapeCacheEntries bounds the shape cache (each costs 1).
 	defaultShapeCacheEntries = 4096
+	// defaultBoundValueBytes bounds the values of constant time bounds
+	// kept (by the size of their serialized expressions).
+	defaultBoundValueBytes = 1 << 20
 )

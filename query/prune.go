@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -500,6 +501,28 @@ type evaluated struct {
 // timestamp_ns column: each becomes the range of ns it can stand for
 // given its type (a TIMESTAMP is compared at µs precision, a DATE at days).
 func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
+	// Expressions without a function (constants and casts: the same value
+	// on every evaluation, DuckDB's settings being locked) are evaluated
+	// once and kept; the others (now() and kin) every time.
+	out := make([]evaluated, len(exprs))
+	hasFunc := make([]bool, len(exprs))
+	keys := make([]string, len(exprs))
+	var miss []int
+	for i, x := range exprs {
+		b, _ := json.Marshal(x)
+		hasFunc[i] = strings.Contains(string(b), `"FUNCTION"`)
+		if !hasFunc[i] {
+			keys[i] = queryLocation.ReplaceAllString(string(b), "")
+			if v, ok := e.boundValues.get(keys[i]); ok {
+				out[i] = v
+				continue
+			}
+		}
+		miss = append(miss, i)
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
 	// SELECT typeof(x), epoch_ns(CAST(x AS TIMESTAMP_NS)) for each x, built
 	// from a serialized template with NULL in place of x.
 	var tree map[string]any
@@ -509,23 +532,20 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 	node := tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)
 	tmpl, _ := json.Marshal(node["select_list"])
 	var list []any
-	hasFunc := make([]bool, len(exprs))
-	for i, x := range exprs {
+	for k, i := range miss {
 		var entries []any
 		if err := decodeJSON(tmpl, &entries); err != nil {
 			return nil, err
 		}
 		for j, en := range entries {
-			if !replaceNull(en, x) {
+			if !replaceNull(en, exprs[i]) {
 				return nil, fmt.Errorf("template has no NULL")
 			}
 			if m, ok := en.(map[string]any); ok {
-				m["alias"] = fmt.Sprintf("c%d_%d", i, j) // names must be unique
+				m["alias"] = fmt.Sprintf("c%d_%d", k, j) // names must be unique
 			}
 		}
 		list = append(list, entries...)
-		b, _ := json.Marshal(x)
-		hasFunc[i] = strings.Contains(string(b), `"FUNCTION"`)
 	}
 	node["select_list"] = list
 	stmt, err := json.Marshal(tree)
@@ -536,39 +556,50 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 2*len(exprs) {
+	if len(rows) != 1 || len(rows[0]) != 2*len(miss) {
 		return nil, fmt.Errorf("evaluating bounds: %d rows", len(rows))
 	}
-	out := make([]evaluated, len(exprs))
-	for i := range exprs {
-		typ, val := rows[0][2*i], rows[0][2*i+1]
-		ns, err := strconv.ParseInt(val, 10, 64)
-		if err != nil {
-			continue // NULL: no bound
+	for k, i := range miss {
+		out[i] = evaluatedOf(rows[0][2*k], rows[0][2*k+1], hasFunc[i])
+		if !hasFunc[i] {
+			e.boundValues.put(keys[i], out[i], int64(len(keys[i])))
 		}
-		var g int64
-		switch typ {
-		case "TIMESTAMP_NS", "VARCHAR":
-			g = 0
-		case "TIMESTAMP", "TIMESTAMP WITH TIME ZONE":
-			// (A zoned time compares as its UTC instant; the server's
-			// TimeZone is UTC, so the cast to TIMESTAMP_NS above is too.)
-			g = 1e3
-		case "TIMESTAMP_MS":
-			g = 1e6
-		case "TIMESTAMP_S":
-			g = 1e9
-		case "DATE":
-			g = 24 * 3600 * 1e9
-		default:
-			continue
-		}
-		if hasFunc[i] {
-			g += clockSlack // now() and kin, evaluated a moment before the query
-		}
-		out[i] = evaluated{lo: satSub(ns, g), hi: satAdd(ns, g), ok: true}
 	}
 	return out, nil
+}
+
+// queryLocation matches the positions json_serialize_sql records, which
+// say nothing of an expression's value.
+var queryLocation = regexp.MustCompile(`"query_location":\d+,?`)
+
+// evaluatedOf is the range of ns a bound of type typ and value val (ns
+// since the epoch as a string; NULL: no bound) can stand for.
+func evaluatedOf(typ, val string, hasFunc bool) evaluated {
+	ns, err := strconv.ParseInt(val, 10, 64)
+	if err != nil {
+		return evaluated{} // NULL: no bound
+	}
+	var g int64
+	switch typ {
+	case "TIMESTAMP_NS", "VARCHAR":
+		g = 0
+	case "TIMESTAMP", "TIMESTAMP WITH TIME ZONE":
+		// (A zoned time compares as its UTC instant; the server's
+		// TimeZone is UTC, so the cast to TIMESTAMP_NS above is too.)
+		g = 1e3
+	case "TIMESTAMP_MS":
+		g = 1e6
+	case "TIMESTAMP_S":
+		g = 1e9
+	case "DATE":
+		g = 24 * 3600 * 1e9
+	default:
+		return evaluated{}
+	}
+	if hasFunc {
+		g += clockSlack // now() and kin, evaluated a moment before the query
+	}
+	return evaluated{lo: satSub(ns, g), hi: satAdd(ns, g), ok: true}
 }
 
 // replaceNull replaces, in a parsed expression, the first NULL constant

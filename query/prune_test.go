@@ -65,3 +65,29 @@ func TestTimePruning(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundValuesKept: a constant time bound is evaluated once and its
+// value kept for the next statements bounded by it (wherever it stands
+// in them); a bound using now() is evaluated every time.
+func TestBoundValuesKept(t *testing.T) {
+	v := newEnv(t, Config{})
+	v.write("db", "cpu", batch(v.mem, col{"time", tsNs, []any{base, base + 1e9}}, col{"host", arrow.BinaryTypes.String, []any{"a", "b"}}))
+	lit := "TIMESTAMP_NS '2024-03-01 12:00:00.5'"
+	for _, q := range []string{
+		"SELECT host FROM db.cpu WHERE time >= " + lit,
+		"SELECT host, time FROM db.cpu WHERE time >= " + lit,
+		"SELECT count(host) FROM db.cpu WHERE host <> 'x' AND time >= " + lit,
+	} {
+		v.query(q, "")
+	}
+	hits, misses, entries, _ := v.e.boundValues.stats()
+	if entries != 1 || misses != 1 || hits != 2 {
+		t.Errorf("constant bound: %d entries, %d misses, %d hits; want 1, 1, 2", entries, misses, hits)
+	}
+	for range 2 {
+		equalRows(t, "now", v.query("SELECT host FROM db.cpu WHERE time >= now() - INTERVAL 100000 DAY", ""), []string{"a", "b"})
+	}
+	if _, _, n, _ := v.e.boundValues.stats(); n != 1 {
+		t.Errorf("a bound using now() was kept: %d entries", n)
+	}
+}
