@@ -27,7 +27,7 @@ import (
 // with constants) still runs on DuckDB, unchanged, but its scan does not
 // hand DuckDB the chunks and persisted files whose every row matches the
 // WHERE clause for certain (their time range lies within the bounds'
-// exact interval, timeBoundsExact, and after the table's retention cutoff
+// exact interval, scanBounds, and after the table's retention cutoff
 // with a clock's slack): it adds up their row counts and time extremes
 // from their metadata instead. DuckDB then reads only the chunks and files
 // that straddle a bound, and the single row it answers is completed with
@@ -66,7 +66,7 @@ type metaAgg struct {
 }
 
 // metaAggOf returns the metadata part of the statement tree, or nil if its
-// shape is not one metadata can serve. exact is timeBoundsExact's.
+// shape is not one metadata can serve. exact is scanBounds'.
 func metaAggOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBounds) *metaAgg {
 	stmts, _ := tree["statements"].([]any)
 	if len(stmts) != 1 {
@@ -192,6 +192,13 @@ func (m *metaAgg) add(rows, oldest, newest int64) {
 	m.newest = max(m.newest, newest)
 }
 
+// added says whether the metadata counted any row.
+func (m *metaAgg) added() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rows > 0 || m.claims > 1
+}
+
 // adjust completes DuckDB's answer rec (one row, the columns of m.items)
 // with what the metadata added up. It returns rec itself (retained) when
 // the scan added nothing.
@@ -296,13 +303,6 @@ func (r *metaReader) Next() bool {
 	r.adjusted = true
 	r.cur = rec
 	return true
-}
-
-// added says whether the metadata counted any row.
-func (m *metaAgg) added() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.rows > 0 || m.claims > 1
 }
 
 func (r *metaReader) RecordBatch() arrow.RecordBatch { return r.cur }

@@ -4,7 +4,7 @@ package query
 
 import "github.com/apache/arrow-go/v18/arrow"
 
-// The engine keeps two caches of what repeats from one run of a statement
+// The engine keeps caches of what repeats from one run of a statement
 // to the next (a dashboard's query every few seconds; every Flight SQL
 // query twice, at GetFlightInfo and again at DoGet):
 //
@@ -24,6 +24,13 @@ import "github.com/apache/arrow-go/v18/arrow"
 // this catalog version is admitted again but not prepared on DuckDB. The
 // schemas depend on nothing else: the views' columns change only with the
 // catalog's version, and DuckDB's settings are locked.
+//
+// The values of constant time bounds (literals and casts, not now() and
+// kin) are kept by their serialized expression (evalTimes).
+//
+// They are caches, not limits: a client that sends many distinct
+// statements only pushes out older entries, at the cost of parsing them
+// again; nothing is refused.
 type (
 	parseCache = lru[string, *parsed]
 	shapeCache = lru[shapeKey, *shape]

@@ -119,7 +119,7 @@ type tableRef struct {
 	lowerStrict, upperStrict []bool
 	// partial says the WHERE clause holds more than bounds on time (or
 	// something not understood), so rows within the bounds may still not
-	// match: exact bounds (exactBounds) are then unknown.
+	// match: its exact bounds (scanBounds) are then unknown.
 	partial bool
 	// equals are the string constants columns are compared equal with in
 	// the top-level AND, by lower-cased column name: a row whose column
@@ -127,31 +127,21 @@ type tableRef struct {
 	equals map[string][]string
 }
 
-// timeBounds collects, from a statement parsed by json_serialize_sql, the
-// references to tables and the bounds on time in the WHERE clause of each
-// SELECT over exactly one table, evaluates the bounds and returns, per
-// table, the hull of its references' bounds. Only tables with a finite
-// bound appear.
-func (e *Engine) timeBounds(c *conn, tree map[string]any) (map[buffer.TableKey]timeBounds, error) {
-	b, _, err := e.timeBoundsExact(c, tree)
-	return b, err
-}
-
-// timeBoundsExact is timeBounds, and also, for each table the statement
-// refers to exactly once in a SELECT whose WHERE clause is nothing but
-// bounds on time (or absent), the rows that match for certain: every row
-// whose time lies within exact[table] satisfies that WHERE clause (a
-// conjunction of comparisons of time with constants holds on an interval
-// of times; exact is that interval narrowed by the evaluation's
-// uncertainty, empty when a bound is NULL).
-func (e *Engine) timeBoundsExact(c *conn, tree map[string]any) (bounds, exact map[buffer.TableKey]timeBounds, err error) {
-	bounds, exact, _, err = e.scanBounds(c, tree)
-	return bounds, exact, err
-}
-
-// scanBounds is timeBoundsExact, and also, for each table the statement
-// refers to exactly once, the string constants its columns must equal
-// (tableRef.equals).
+// scanBounds collects, from a statement parsed by json_serialize_sql,
+// what its scans may skip by:
+//
+//   - bounds: for each table, the hull of the time bounds in the WHERE
+//     clauses of its references (of SELECTs over exactly one table),
+//     evaluated; only tables with a finite bound appear;
+//   - exact: for each table referred to exactly once in a SELECT whose
+//     WHERE clause is nothing but bounds on time (or absent), the rows
+//     that match for certain: every row whose time lies within
+//     exact[table] satisfies that WHERE clause (a conjunction of
+//     comparisons of time with constants holds on an interval of times;
+//     exact is that interval narrowed by the evaluation's uncertainty,
+//     empty when a bound is NULL);
+//   - equals: for each table referred to exactly once, the string
+//     constants its columns must equal (tableRef.equals).
 func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buffer.TableKey]timeBounds, equals map[buffer.TableKey]map[string][]string, err error) {
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
