@@ -278,6 +278,11 @@ func TestLastValueDDL(t *testing.T) {
 		"SELECT * FROM last_value('db' || '.cpu')",
 		"SELECT * FROM last_value(NULL)",
 		"SELECT * FROM main.last_value('db.cpu')",
+		"SELECT * FROM last_value('db.cpu', 'db.cpu')",
+		"SELECT * FROM last_value((SELECT 'db.cpu'))",
+		"SELECT * FROM last_value('system.tables')",
+		"EXPLAIN SELECT * FROM last_value('db.nope')",
+		"WITH x AS (SELECT 'db.cpu' AS n) SELECT * FROM x, last_value(x.n)",
 	} {
 		if _, err := v.e.Query(context.Background(), q, ""); err == nil {
 			t.Errorf("%s: admitted", q)
