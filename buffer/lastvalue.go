@@ -235,7 +235,7 @@ func (c *LastValueCache) MergeRecord(rec arrow.RecordBatch) error {
 		times[i] = int64(ta.Value(i))
 	}
 	if u := ta.DataType().(*arrow.TimestampType).Unit; u != arrow.Nanosecond {
-		mul := map[arrow.TimeUnit]int64{arrow.Second: 1e9, arrow.Millisecond: 1e6, arrow.Microsecond: 1e3}[u]
+		mul := int64(u.Multiplier())
 		for i := range times {
 			times[i] *= mul
 		}
