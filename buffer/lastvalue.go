@@ -413,21 +413,15 @@ func latestPerKey(keys []arrow.Array, times []int64, count int) []int {
 	best := map[uint64][]int{}
 	var strBest map[string][]int
 	var kb []byte
+	// keep inserts r among rows (latest first, at most count; a row that
+	// ties with the last kept when full is not kept).
 	keep := func(rows []int, r int) []int {
-		if len(rows) < count {
-			at := len(rows)
-			for i, o := range rows {
-				if times[o] < times[r] {
-					at = i
-					break
-				}
+		if len(rows) == count {
+			if times[r] <= times[rows[len(rows)-1]] {
+				return rows
 			}
-			return slices.Insert(rows, at, r)
+			rows = rows[:len(rows)-1]
 		}
-		if times[r] <= times[rows[len(rows)-1]] {
-			return rows
-		}
-		rows = rows[:len(rows)-1]
 		at := len(rows)
 		for i, o := range rows {
 			if times[o] < times[r] {
