@@ -281,6 +281,7 @@ func (c *LastValueCache) merge(rec arrow.RecordBatch, times []int64) {
 	}
 	// The batch's columns in the cache's numbering.
 	colOf := make([]int, len(fields))
+	identity := true // the batch's values are in the cache's numbering already
 	for j, f := range fields {
 		i, ok := c.mu.cols[f.Name]
 		if !ok {
@@ -288,8 +289,10 @@ func (c *LastValueCache) merge(rec arrow.RecordBatch, times []int64) {
 			c.mu.cols[f.Name] = i
 		}
 		colOf[j] = i
+		identity = identity && i == j
 	}
 	width := len(c.mu.cols)
+	identity = identity && width == len(fields)
 	var delta int64
 	changed := false
 	for _, cd := range out {
@@ -302,9 +305,12 @@ func (c *LastValueCache) merge(rec arrow.RecordBatch, times []int64) {
 		if len(s.rows) == c.def.Count && cd.t <= s.rows[len(s.rows)-1].t {
 			continue
 		}
-		vals := make([]any, width)
-		for j, v := range cd.vals {
-			vals[colOf[j]] = v
+		vals := cd.vals
+		if !identity {
+			vals = make([]any, width)
+			for j, v := range cd.vals {
+				vals[colOf[j]] = v
+			}
 		}
 		// Latest first; after the rows of equal time (they stay).
 		at := len(s.rows)
