@@ -74,7 +74,7 @@ func newLastValues() *lastValues {
 // current is the set for snap, rebuilt when the catalog changed.
 func (l *lastValues) current(snap *catalog.Snapshot) *lvSet {
 	s := l.set.Load()
-	if s != nil && s.version == snap.Version() {
+	if s != nil && s.version >= snap.Version() {
 		return s
 	}
 	l.mu.Lock()
