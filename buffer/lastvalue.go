@@ -74,7 +74,7 @@ func newLastValues() *lastValues {
 // current is the set for snap, rebuilt when the catalog changed.
 func (l *lastValues) current(snap *catalog.Snapshot) *lvSet {
 	s := l.set.Load()
-	if s != nil && s.version == snap.Version() {
+	if s != nil && s.version >= snap.Version() {
 		return s
 	}
 	l.mu.Lock()
@@ -235,7 +235,7 @@ func (c *LastValueCache) MergeRecord(rec arrow.RecordBatch) error {
 		times[i] = int64(ta.Value(i))
 	}
 	if u := ta.DataType().(*arrow.TimestampType).Unit; u != arrow.Nanosecond {
-		mul := map[arrow.TimeUnit]int64{arrow.Second: 1e9, arrow.Millisecond: 1e6, arrow.Microsecond: 1e3}[u]
+		mul := int64(u.Multiplier())
 		for i := range times {
 			times[i] *= mul
 		}
@@ -281,6 +281,7 @@ func (c *LastValueCache) merge(rec arrow.RecordBatch, times []int64) {
 	}
 	// The batch's columns in the cache's numbering.
 	colOf := make([]int, len(fields))
+	identity := true // the batch's values are in the cache's numbering already
 	for j, f := range fields {
 		i, ok := c.mu.cols[f.Name]
 		if !ok {
@@ -288,8 +289,10 @@ func (c *LastValueCache) merge(rec arrow.RecordBatch, times []int64) {
 			c.mu.cols[f.Name] = i
 		}
 		colOf[j] = i
+		identity = identity && i == j
 	}
 	width := len(c.mu.cols)
+	identity = identity && width == len(fields)
 	var delta int64
 	changed := false
 	for _, cd := range out {
@@ -302,9 +305,12 @@ func (c *LastValueCache) merge(rec arrow.RecordBatch, times []int64) {
 		if len(s.rows) == c.def.Count && cd.t <= s.rows[len(s.rows)-1].t {
 			continue
 		}
-		vals := make([]any, width)
-		for j, v := range cd.vals {
-			vals[colOf[j]] = v
+		vals := cd.vals
+		if !identity {
+			vals = make([]any, width)
+			for j, v := range cd.vals {
+				vals[colOf[j]] = v
+			}
 		}
 		// Latest first; after the rows of equal time (they stay).
 		at := len(s.rows)
@@ -413,21 +419,15 @@ func latestPerKey(keys []arrow.Array, times []int64, count int) []int {
 	best := map[uint64][]int{}
 	var strBest map[string][]int
 	var kb []byte
+	// keep inserts r among rows (latest first, at most count; a row that
+	// ties with the last kept when full is not kept).
 	keep := func(rows []int, r int) []int {
-		if len(rows) < count {
-			at := len(rows)
-			for i, o := range rows {
-				if times[o] < times[r] {
-					at = i
-					break
-				}
+		if len(rows) == count {
+			if times[r] <= times[rows[len(rows)-1]] {
+				return rows
 			}
-			return slices.Insert(rows, at, r)
+			rows = rows[:len(rows)-1]
 		}
-		if times[r] <= times[rows[len(rows)-1]] {
-			return rows
-		}
-		rows = rows[:len(rows)-1]
 		at := len(rows)
 		for i, o := range rows {
 			if times[o] < times[r] {
