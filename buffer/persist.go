@@ -740,7 +740,10 @@ func (b *WriteBuffer) dropSegment(seg *Segment) {
 	b.mu.Lock()
 	n := len(b.mu.closed)
 	b.mu.closed = slices.DeleteFunc(b.mu.closed, func(s *Segment) bool { return s == seg })
-	dropped := len(b.mu.closed) < n
+	// After Close the buffer's reference is gone already (releaseUnread):
+	// a persister Close gave up on must not drop it a second time, under
+	// a View that still reads the segment.
+	dropped := len(b.mu.closed) < n && !b.mu.released
 	if dropped {
 		b.markStaleLocked()
 	}
