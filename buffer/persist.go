@@ -740,7 +740,10 @@ func (b *WriteBuffer) dropSegment(seg *Segment) {
 	b.mu.Lock()
 	n := len(b.mu.closed)
 	b.mu.closed = slices.DeleteFunc(b.mu.closed, func(s *Segment) bool { return s == seg })
-	dropped := len(b.mu.closed) < n
+	// After Close the buffer's reference is gone already (releaseUnread):
+	// a persister Close gave up on must not drop it a second time, under
+	// a View that still reads the segment.
+	dropped := len(b.mu.closed) < n && !b.mu.released
 	if dropped {
 		b.markStaleLocked()
 	}
@@ -766,7 +769,6 @@ type View struct {
 	st   *viewState        // what it was taken from (viewstate.go)
 	cat  *catalog.Snapshot // as the View was taken: what was dropped (ddl.go)
 	now  time.Time         // when it was taken: what expired (retention.go)
-	gen  uint64            // the Index's generation then (sweep.go)
 	once sync.Once
 }
 
@@ -785,7 +787,7 @@ func (b *WriteBuffer) View() *View {
 	// The catalog after the segments: a drop since is then seen, and its
 	// table's rows hidden, but a newer segment (with the rows of a table
 	// made again under the same name) is not.
-	return &View{b: b, st: st, cat: b.cat.Snapshot(), now: b.cfg.Now(), gen: st.gen, Buffered: st.segs, Persisted: st.persisted}
+	return &View{b: b, st: st, cat: b.cat.Snapshot(), now: b.cfg.Now(), Buffered: st.segs, Persisted: st.persisted}
 }
 
 // Release lets the buffer free the segments of the view. Idempotent.

@@ -135,11 +135,9 @@ func (b *WriteBuffer) heldSegments() int {
 func releaseUnread(segs []*Segment) int {
 	left := 0
 	for _, s := range segs {
-		if s.refs.Add(-1) > 0 {
+		if !s.unref() {
 			left++
-			continue
 		}
-		s.release()
 	}
 	return left
 }

@@ -126,9 +126,12 @@ func (b *WriteBuffer) liveStatesLocked() []*viewState {
 	return out
 }
 
-// unref drops a reference on the segment; the last one frees its memory.
-func (s *Segment) unref() {
-	if s.refs.Add(-1) == 0 {
-		s.release()
+// unref drops a reference on the segment; the last one frees its memory
+// (and says so).
+func (s *Segment) unref() (freed bool) {
+	if s.refs.Add(-1) != 0 {
+		return false
 	}
+	s.release()
+	return true
 }

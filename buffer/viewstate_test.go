@@ -159,3 +159,37 @@ func TestViewStateReleasesSegments(t *testing.T) {
 		t.Fatalf("%d View states are live with no View held", live)
 	}
 }
+
+// TestDropSegmentAfterClose: a persister Close gave up on may still drop
+// a segment once Close let go of the buffer's references; a View holding
+// the segment keeps its rows until it is released.
+func TestDropSegmentAfterClose(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := openBuffer(t, testConfig(t, mem))
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 300, 1))
+	id := roll(t, b)
+	held := b.View()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := held.Buffered[0]
+	if seg.id != id {
+		t.Fatalf("the held View's first segment is %d, want %d", seg.id, id)
+	}
+	b.dropSegment(seg) // as the abandoned persister's last step would
+	if n := seg.refs.Load(); n != 1 {
+		t.Fatalf("segment %d has %d references after Close and a late drop while one View holds it, want 1", id, n)
+	}
+	chunks := seg.Snapshot("db", "cpu")
+	if len(chunks) == 0 {
+		t.Fatal("a late drop after Close freed the rows of a segment a View holds")
+	}
+	for _, c := range chunks {
+		c.Rec.Release()
+	}
+	held.Release()
+	if n := seg.refs.Load(); n != 0 {
+		t.Fatalf("segment %d has %d references once no View holds it, want 0", id, n)
+	}
+}
