@@ -784,10 +784,9 @@ func (b *WriteBuffer) View() *View {
 			break
 		}
 	}
-	// The catalog after the segments: a drop since is then seen, and its
-	// table's rows hidden, but a newer segment (with the rows of a table
-	// made again under the same name) is not.
-	return &View{b: b, st: st, cat: b.cat.Snapshot(), now: b.cfg.Now(), Buffered: st.segs, Persisted: st.persisted}
+	// The catalog the segments were published with (viewState.cat): the
+	// two are of one instant.
+	return &View{b: b, st: st, cat: st.cat, now: b.cfg.Now(), Buffered: st.segs, Persisted: st.persisted}
 }
 
 // Release lets the buffer free the segments of the view. Idempotent.

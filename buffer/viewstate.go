@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/persist"
 )
 
@@ -40,7 +41,11 @@ type viewState struct {
 	segs      []*Segment        // open and closed, in id order
 	persisted []persist.Segment // persisted, not in segs, in id order
 	gen       uint64            // the Index's generation (sweep.go)
-	refs      atomic.Int64
+	// cat is the catalog as the segments were: taken with them under mu,
+	// so that a View never pairs a catalog that already hides a replaced
+	// table's rows with segments that do not yet hold its new ones.
+	cat  *catalog.Snapshot
+	refs atomic.Int64
 }
 
 // tryRef takes a reference unless the state is dead.
@@ -77,10 +82,14 @@ type publishMutex struct {
 	sync.Mutex
 	stale   bool
 	publish func()
+	// catalogMoved says whether the catalog changed since the state was
+	// published (a write that made a table or a column, DDL, a replace):
+	// the state is published again then too.
+	catalogMoved func() bool
 }
 
 func (m *publishMutex) Unlock() {
-	if m.stale && m.publish != nil {
+	if m.publish != nil && (m.stale || m.catalogMoved()) {
 		m.stale = false
 		m.publish()
 	}
@@ -94,7 +103,7 @@ func (b *WriteBuffer) markStaleLocked() { b.mu.stale = true }
 // publishLocked publishes the View state of now and retires the previous
 // one.
 func (b *WriteBuffer) publishLocked() {
-	st := &viewState{gen: b.mu.sweep.gen}
+	st := &viewState{gen: b.mu.sweep.gen, cat: b.cat.Snapshot()}
 	if !b.mu.released {
 		st.segs = make([]*Segment, 0, len(b.mu.closed)+1)
 		ids := make(map[uint64]bool, len(b.mu.closed)+1)

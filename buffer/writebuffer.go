@@ -173,6 +173,10 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 	b.mu.w = w
 	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows)
 	b.mu.publish, b.mu.stale = b.publishLocked, false
+	b.mu.catalogMoved = func() bool {
+		st := b.viewState.Load()
+		return st == nil || st.cat.Version() != b.cat.Version()
+	}
 	b.publishLocked() // not yet shared: no lock needed
 	b.metrics = newMetrics(cfg.Registerer, b)
 	go b.loop()
