@@ -773,8 +773,7 @@ type View struct {
 }
 
 // View takes a View. Its buffered segments stay in memory until Release.
-// It takes no lock (viewstate.go): a write's fsync or a rollover does not
-// delay it. Buffered and Persisted are shared with other Views: read
+// Buffered and Persisted are shared with other Views (viewstate.go): read
 // them, do not modify them.
 func (b *WriteBuffer) View() *View {
 	// Taken and released at once: any change in progress under mu is
