@@ -120,14 +120,22 @@ func (b *WriteBuffer) ddlAllowedLocked() error {
 	return nil
 }
 
-// rollForDropLocked rolls the open segment over unless it has taken no
-// write at all, and returns the id of the open segment then: no row
-// written before the drop is in it or in any later one.
+// rollForDropLocked rolls the open segment over and returns the id of the
+// new one: no row written before the drop is in it or in any later one,
+// and no View taken before lists it.
+//
+// It rolls over even when the open segment has taken no write. Every View
+// state published lists the open segment, and a View reads a segment's
+// rows by table name as they are when it reads them, not as they were
+// when it was taken: rows the change lets into the segment listed (a
+// replace's new table, a table of the dropped one's name made again)
+// would be read by a View taken before, with the catalog of before, as
+// the old table's. TestReplaceReadersNeverMix caught it: a reader saw
+// the 30 rows of a replace that had begun in an empty open segment as
+// rows of the table it was replacing.
 func (b *WriteBuffer) rollForDropLocked(why string) (uint64, error) {
-	if open := b.mu.open; open.firstSeq != 0 || len(open.Tables()) > 0 {
-		if err := b.rollLocked(b.cfg.Now(), why); err != nil {
-			return 0, err
-		}
+	if err := b.rollLocked(b.cfg.Now(), why); err != nil {
+		return 0, err
 	}
 	return b.mu.open.id, nil
 }

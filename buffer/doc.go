@@ -44,11 +44,12 @@
 //
 // A query takes a View: the buffered segments (open and closed) and the
 // persisted segments not among them (from the buffer's persist.Index), at
-// one instant, so every row is in exactly one of the two. They are
-// published by pointer, with the catalog, each time the write mutex is
-// released after a change (viewstate.go); taking a View still waits for
-// the mutex's holder first (see View: a race with replaces is open), so
-// a query may wait behind a write's fsync or a rollover. With
+// one instant, so every row is in exactly one of the two. Taking one
+// takes no lock (viewstate.go): they are published by pointer, with the
+// catalog, each time the write mutex is released after a change, so a
+// query does not wait behind a write's fsync or a rollover. A drop or a
+// replace rolls the open segment over even when it is empty, so that no
+// View taken before it lists a segment its new rows go to. With
 // Config.ReleasePersisted, a persisted segment leaves the buffer (and
 // View.Buffered) once its segment file is durable; its memory is freed
 // once the last View holding it is released.

@@ -773,17 +773,10 @@ type View struct {
 }
 
 // View takes a View. Its buffered segments stay in memory until Release.
-// Buffered and Persisted are shared with other Views (viewstate.go): read
+// It takes no lock (viewstate.go): a write's fsync or a rollover does not
+// delay it. Buffered and Persisted are shared with other Views: read
 // them, do not modify them.
 func (b *WriteBuffer) View() *View {
-	// Taken and released at once: any change in progress under mu is
-	// finished and published first. Without this, a View taken while a
-	// replace commits or aborts showed readers rows of both tables
-	// (TestReplaceReadersNeverMix, -count=15): some change under mu is
-	// visible before its state is published. Until that is found, a View
-	// waits for the holder of mu (a write's fsync among them) again.
-	b.mu.Lock()
-	b.mu.Unlock() //nolint:staticcheck // an empty critical section on purpose
 	var st *viewState
 	for {
 		st = b.viewState.Load()

@@ -1,11 +1,14 @@
 package buffer
 
 import (
+	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/wal"
 )
@@ -51,6 +54,57 @@ func (f gatedFile) Sync() error {
 		<-release
 	}
 	return f.File.Sync()
+}
+
+// TestViewDoesNotWaitForWrites: a write that creates a table holds the
+// write mutex across its WAL fsync; a View taken meanwhile does not wait
+// for it, and shows the rows durable before; the next View shows the new
+// table's rows too.
+func TestViewDoesNotWaitForWrites(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cfg := testConfig(t, mem)
+	gfs := &gatedSyncFS{FS: wal.OSFS()}
+	cfg.WALFS = gfs
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	before := genRows(t0.UnixNano(), 250, 1)
+	write(t, b, "cpu", cpuSchema, before)
+
+	gfs.arm()
+	rec := makeRecord(memory.NewGoAllocator(), cpuSchema, genRows(t0.UnixNano(), 10, 1))
+	defer rec.Release()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := b.Write(context.Background(), "db", "mem", rec, catalog.WriteOptions{})
+		wrote <- err
+	}()
+	<-gfs.entered
+	if b.mu.TryLock() {
+		b.mu.Unlock()
+		close(gfs.release)
+		t.Fatal("the table-creating write does not hold the write mutex across its fsync: the test shows nothing")
+	}
+
+	viewed := make(chan []row, 1)
+	go func() { viewed <- viewRows(t, b, "cpu") }()
+	select {
+	case got := <-viewed:
+		sameRows(t, got, before)
+	case <-time.After(30 * time.Second):
+		close(gfs.release)
+		t.Fatal("View waited for a write's fsync")
+	}
+	if _, ok := b.Catalog().Table("db", "mem"); ok {
+		t.Error("the table of the write not yet durable is in the catalog")
+	}
+	close(gfs.release)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if got := viewRows(t, b, "mem"); len(got) != 10 {
+		t.Fatalf("after the write: %d rows of mem, want 10", len(got))
+	}
 }
 
 // TestViewStateReleasesSegments: a persisted segment leaves memory once the
