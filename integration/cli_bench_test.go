@@ -3,14 +3,18 @@ package integration
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -28,14 +32,15 @@ import (
 //     against a Flight SQL DoGet that reads the batches and drops them;
 //     target ≥ 0.8.
 //
-// APRON_BENCH_CLI_ROWS sets the rows (default 10M: a ~1 GB CSV).
+// On two cores one run of each varies by ±30% (the server's GC and the
+// client share them), so the five are run in interleaved rounds and the
+// ratios are of the medians; every round drops its tables and waits for their
+// segment to be persisted, so each starts from the same state. APRON_BENCH_CLI_ROWS sets the rows
+// (default 11M: a ~1 GB CSV), APRON_BENCH_CLI_ROUNDS the rounds (5).
 //
-//	go test -tags duckdb_arrow -run '^$' -bench BenchmarkCLI -benchtime 1x ./integration/
+//	go test -tags duckdb_arrow -run '^$' -bench BenchmarkCLI -benchtime 1x -v ./integration/
 func BenchmarkCLI(b *testing.B) {
-	rows := 10_000_000
-	if v := os.Getenv("APRON_BENCH_CLI_ROWS"); v != "" {
-		rows, _ = strconv.Atoi(v)
-	}
+	rows, rounds := envInt("APRON_BENCH_CLI_ROWS", 11_000_000), envInt("APRON_BENCH_CLI_ROUNDS", 5)
 	const batchRows = 65536
 	mem := memory.DefaultAllocator
 	var recs []arrow.RecordBatch
@@ -47,74 +52,107 @@ func BenchmarkCLI(b *testing.B) {
 	csvPath, pqPath := filepath.Join(dir, "cpu.csv"), filepath.Join(dir, "cpu.parquet")
 	writeBenchCSV(b, csvPath, recs)
 	writeBenchParquet(b, pqPath, recs)
-	csvSize, pqSize := fileSize(b, csvPath), fileSize(b, pqPath)
-	b.Logf("%d rows: CSV %.0f MB, Parquet %.0f MB", rows, float64(csvSize)/1e6, float64(pqSize)/1e6)
+	b.Logf("%d rows: CSV %.0f MB, Parquet %.0f MB", rows, float64(fileSize(b, csvPath))/1e6, float64(fileSize(b, pqPath))/1e6)
 
 	s := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB")...)
-	rate := func(b *testing.B, start time.Time, n int) {
-		secs := time.Since(start).Seconds()
-		b.ReportMetric(float64(n)/secs, "rows/s")
-		b.ReportMetric(secs, "s")
+	c := sqlClient(b, s.Addr, nil)
+	defer c.Close()
+	ctx := context.Background()
+	out := filepath.Join(b.TempDir(), "out.parquet")
+	names := []string{"write/raw-ingest", "write/cli-parquet", "write/cli-csv", "query/raw-doget", "query/cli-parquet"}
+	secs := map[string][]float64{}
+	timed := func(name string, f func()) {
+		start := time.Now()
+		f()
+		secs[name] = append(secs[name], time.Since(start).Seconds())
 	}
-	table := 0
-	next := func() string { table++; return "t" + strconv.Itoa(table) }
-
-	b.Run("write/raw-ingest", func(b *testing.B) {
-		c := sqlClient(b, s.Addr, nil)
-		defer c.Close()
-		for range b.N {
-			start := time.Now()
-			n, err := sqlIngest(context.Background(), c, "bench", next(), recs...)
-			if err != nil || n != int64(rows) {
+	for round := range rounds * b.N {
+		timed("write/raw-ingest", func() {
+			if n, err := sqlIngest(ctx, c, "bench", "raw", recs...); err != nil || n != int64(rows) {
 				b.Fatalf("ingest: %d rows, %v", n, err)
 			}
-			rate(b, start, rows)
-		}
-	})
-	for _, in := range []struct{ name, path string }{{"write/cli-parquet", pqPath}, {"write/cli-csv", csvPath}} {
-		b.Run(in.name, func(b *testing.B) {
-			for range b.N {
-				start := time.Now()
-				mustApron(b, "", "write", "--host", s.Addr, "--db", "bench", "--table", next(), "--progress", "none", in.path)
-				rate(b, start, rows)
-			}
 		})
-	}
-	b.Run("query/raw-doget", func(b *testing.B) {
-		c := sqlClient(b, s.Addr, nil)
-		defer c.Close()
-		for range b.N {
-			start := time.Now()
-			ctx := context.Background()
-			info, err := c.Execute(ctx, "SELECT * FROM bench.t1")
-			if err != nil {
-				b.Fatal(err)
-			}
-			var n int64
-			for _, ep := range info.Endpoint {
-				rdr, err := c.DoGet(ctx, ep.Ticket)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for rdr.Next() {
-					n += rdr.RecordBatch().NumRows()
-				}
-				rdr.Release()
-			}
-			if n != int64(rows) {
+		timed("write/cli-parquet", func() {
+			mustApron(b, "", "write", "--host", s.Addr, "--db", "bench", "--table", "pq", "--progress", "none", pqPath)
+		})
+		timed("write/cli-csv", func() {
+			mustApron(b, "", "write", "--host", s.Addr, "--db", "bench", "--table", "csv", "--progress", "none", csvPath)
+		})
+		timed("query/raw-doget", func() {
+			if n := doGetRows(b, c, "SELECT * FROM bench.raw"); n != int64(rows) {
 				b.Fatalf("read %d rows, want %d", n, rows)
 			}
-			rate(b, start, rows)
+		})
+		timed("query/cli-parquet", func() {
+			mustApron(b, "", "query", "--host", s.Addr, "--format", "parquet", "--output", out, "SELECT * FROM bench.raw")
+		})
+		for _, t := range []string{"raw", "pq", "csv"} {
+			if _, err := c.ExecuteUpdate(ctx, "DROP TABLE bench."+t); err != nil {
+				b.Fatalf("round %d: drop %s: %v", round, t, err)
+			}
 		}
-	})
-	b.Run("query/cli-parquet", func(b *testing.B) {
-		out := filepath.Join(b.TempDir(), "out.parquet")
-		for range b.N {
-			start := time.Now()
-			mustApron(b, "", "query", "--host", s.Addr, "--format", "parquet", "--output", out, "SELECT * FROM bench.t1")
-			rate(b, start, rows)
+		// The drop rolled the segment over; its persist (which skips the
+		// dropped rows and frees them) must not run beside the next
+		// round's measures.
+		waitUntil(b, "the segments closed by the drops to be persisted", func() bool {
+			return queryOne(b, s.Addr, `SELECT count(*) AS n FROM system.segments WHERE state <> 'open'`)["n"].(int64) == 0
+		})
+	}
+	rate := map[string]float64{}
+	for _, name := range names {
+		rate[name] = float64(rows) / median(secs[name])
+		b.Logf("%-18s median %6.2fM rows/s  (%s)", name, rate[name]/1e6, formatRates(rows, secs[name]))
+		b.ReportMetric(rate[name], strings.ReplaceAll(name, "/", "-")+"-rows/s")
+	}
+	for _, r := range []struct{ name, of string }{
+		{"write/cli-parquet", "write/raw-ingest"}, {"write/cli-csv", "write/raw-ingest"}, {"query/cli-parquet", "query/raw-doget"},
+	} {
+		ratio := rate[r.name] / rate[r.of]
+		b.Logf("%s / %s = %.2f", r.name, r.of, ratio)
+		b.ReportMetric(ratio, strings.ReplaceAll(r.name, "/", "-")+"-ratio")
+	}
+}
+
+// doGetRows runs sql and reads every endpoint's batches, dropping them.
+func doGetRows(b *testing.B, c *flightsql.Client, sql string) int64 {
+	ctx := context.Background()
+	info, err := c.Execute(ctx, sql)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, ep := range info.Endpoint {
+		rdr, err := c.DoGet(ctx, ep.Ticket)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		for rdr.Next() {
+			n += rdr.RecordBatch().NumRows()
+		}
+		rdr.Release()
+	}
+	return n
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func formatRates(rows int, secs []float64) string {
+	parts := make([]string, len(secs))
+	for i, s := range secs {
+		parts[i] = fmt.Sprintf("%.2f", float64(rows)/s/1e6)
+	}
+	return "rounds: " + strings.Join(parts, " ")
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 func fileSize(b *testing.B, path string) int64 {
