@@ -152,6 +152,7 @@ type LastValueCache struct {
 		memoVersion uint64
 		memoFields  []arrow.Field
 		memoMin     int64
+		memoBytes   int64 // of memo, in bytes too
 	}
 }
 
@@ -194,10 +195,10 @@ func (c *LastValueCache) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.dropped = true
+	c.releaseMemoLocked()
 	c.l.bytes.Add(-c.mu.bytes)
 	c.mu.bytes, c.mu.rows = 0, 0
 	c.mu.series = map[string]*lvSeries{}
-	c.releaseMemoLocked()
 }
 
 // Ready says whether the cache holds the latest rows of all of its
@@ -601,65 +602,164 @@ const lvChunkRows = 2048
 // Chunks returns the cache's rows of time at least minTime as chunks of
 // fields (the table's columns as a scan binds them: strings as
 // dictionary<int32, utf8>), retained; the caller releases them. The
-// chunks of every row are kept until the rows change, and served again.
+// chunks of every row are kept until the rows change, and served again;
+// their memory counts in the cache's.
+//
+// The rows are copied under the cache's mutex and the chunks built
+// outside it: every write of the table merges into the cache before its
+// acknowledgement, under that mutex, and must not wait for a build of
+// 100,000 series.
 func (c *LastValueCache) Chunks(fields []arrow.Field, minTime int64, mem memory.Allocator) ([]Chunk, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	same := c.mu.memo != nil && c.mu.memoVersion == c.mu.version && slices.EqualFunc(fields, c.mu.memoFields, func(a, b arrow.Field) bool {
 		return a.Name == b.Name && arrow.TypeEqual(a.Type, b.Type)
 	})
-	if !same {
-		chunks, err := c.buildLocked(fields, MinTime, mem)
-		if err != nil {
-			return nil, err
-		}
-		c.releaseMemoLocked()
-		c.mu.memo, c.mu.memoVersion, c.mu.memoFields = chunks, c.mu.version, slices.Clone(fields)
-		c.mu.memoMin = int64(MaxTime)
-		for _, ch := range chunks {
-			c.mu.memoMin = min(c.mu.memoMin, ch.MinTime)
-		}
-	}
-	if minTime <= c.mu.memoMin {
-		out := slices.Clone(c.mu.memo)
-		for _, ch := range out {
-			ch.Rec.Retain()
-		}
+	if same && minTime <= c.mu.memoMin {
+		out := retainChunks(c.mu.memo)
+		c.mu.Unlock()
 		return out, nil
 	}
-	return c.buildLocked(fields, minTime, mem)
+	// Every row for a new memo; only those asked for when the memo is
+	// current but holds older rows than wanted.
+	from := int64(MinTime)
+	if same {
+		from = minTime
+	}
+	rows, version := c.rowsLocked(fields, from), c.mu.version
+	c.mu.Unlock()
+
+	chunks, err := buildLastValueChunks(rows, fields, mem, c.def)
+	if err != nil || same {
+		return chunks, err
+	}
+	lo := int64(MaxTime)
+	for _, ch := range chunks {
+		lo = min(lo, ch.MinTime)
+	}
+	var out []Chunk
+	if minTime <= lo {
+		out = retainChunks(chunks)
+	} else if out, err = buildLastValueChunks(rows.from(minTime), fields, mem, c.def); err != nil {
+		releaseChunks(chunks)
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.dropped || c.mu.version != version {
+		// Changed while it was built: the next call builds again.
+		releaseChunks(chunks)
+		return out, nil
+	}
+	c.releaseMemoLocked()
+	c.mu.memo, c.mu.memoVersion, c.mu.memoFields, c.mu.memoMin = chunks, version, slices.Clone(fields), lo
+	for _, ch := range chunks {
+		c.mu.memoBytes += recordBytes(ch.Rec)
+	}
+	c.mu.bytes += c.mu.memoBytes
+	c.l.bytes.Add(c.mu.memoBytes)
+	return out, nil
 }
 
 func (c *LastValueCache) releaseMemoLocked() {
-	for _, ch := range c.mu.memo {
-		ch.Rec.Release()
-	}
+	releaseChunks(c.mu.memo)
 	c.mu.memo = nil
+	c.mu.bytes -= c.mu.memoBytes
+	c.l.bytes.Add(-c.mu.memoBytes)
+	c.mu.memoBytes = 0
 }
 
-// buildLocked builds the chunks of the rows of time at least minTime.
-func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem memory.Allocator) (out []Chunk, err error) {
+func retainChunks(chunks []Chunk) []Chunk {
+	out := slices.Clone(chunks)
+	for _, ch := range out {
+		ch.Rec.Retain()
+	}
+	return out
+}
+
+func releaseChunks(chunks []Chunk) {
+	for _, ch := range chunks {
+		ch.Rec.Release()
+	}
+}
+
+// recordBytes is the memory of rec's buffers, dictionaries included.
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, col := range rec.Columns() {
+		n += dataSize(col.Data())
+	}
+	return n
+}
+
+// lvRows is a copy of a cache's rows: by key, then latest first, with
+// src mapping the fields asked for to the rows' values (-1: none). A
+// row's vals are never changed once merged (merge makes new ones), so the
+// copy shares them.
+type lvRows struct {
+	src  []int
+	keys []string
+	rows [][]lvRow // per key
+}
+
+// rowsLocked copies the rows of time at least from.
+func (c *LastValueCache) rowsLocked(fields []arrow.Field, from int64) lvRows {
+	out := lvRows{src: make([]int, len(fields)), keys: make([]string, 0, len(c.mu.series))}
+	for i, f := range fields {
+		if j, ok := c.mu.cols[f.Name]; ok {
+			out.src[i] = j
+		} else {
+			out.src[i] = -1
+		}
+	}
+	for k := range c.mu.series {
+		out.keys = append(out.keys, k)
+	}
+	slices.Sort(out.keys)
+	out.rows = make([][]lvRow, 0, len(out.keys))
+	keys := out.keys[:0]
+	for _, k := range out.keys {
+		var rs []lvRow
+		for _, r := range c.mu.series[k].rows {
+			if r.t >= from {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) > 0 {
+			keys = append(keys, k)
+			out.rows = append(out.rows, rs)
+		}
+	}
+	out.keys = keys
+	return out
+}
+
+// from is the rows of time at least t.
+func (r lvRows) from(t int64) lvRows {
+	out := lvRows{src: r.src}
+	for i, rs := range r.rows {
+		var kept []lvRow
+		for _, x := range rs {
+			if x.t >= t {
+				kept = append(kept, x)
+			}
+		}
+		if len(kept) > 0 {
+			out.keys = append(out.keys, r.keys[i])
+			out.rows = append(out.rows, kept)
+		}
+	}
+	return out
+}
+
+// buildLastValueChunks builds chunks of fields of rows, lvChunkRows rows
+// at most each.
+func buildLastValueChunks(rows lvRows, fields []arrow.Field, mem memory.Allocator, def catalog.LastValueCache) (out []Chunk, err error) {
 	defer func() {
 		if err != nil {
-			for _, ch := range out {
-				ch.Rec.Release()
-			}
+			releaseChunks(out)
 			out = nil
 		}
 	}()
-	src := make([]int, len(fields))
-	for i, f := range fields {
-		if j, ok := c.mu.cols[f.Name]; ok {
-			src[i] = j
-		} else {
-			src[i] = -1
-		}
-	}
-	keys := make([]string, 0, len(c.mu.series))
-	for k := range c.mu.series {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var bs []array.Builder
 	n := 0
 	lo, hi := int64(MaxTime), int64(MinTime)
@@ -684,11 +784,8 @@ func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem me
 			b.Release()
 		}
 	}()
-	for _, k := range keys {
-		for _, r := range c.mu.series[k].rows {
-			if r.t < minTime {
-				continue
-			}
+	for _, rs := range rows.rows {
+		for _, r := range rs {
 			if bs == nil {
 				bs = make([]array.Builder, len(fields))
 				for i, f := range fields {
@@ -698,11 +795,11 @@ func (c *LastValueCache) buildLocked(fields []arrow.Field, minTime int64, mem me
 			lo, hi = min(lo, r.t), max(hi, r.t)
 			for i, b := range bs {
 				var v any
-				if src[i] >= 0 && src[i] < len(r.vals) {
-					v = r.vals[src[i]]
+				if j := rows.src[i]; j >= 0 && j < len(r.vals) {
+					v = r.vals[j]
 				}
 				if err := appendValue(b, v); err != nil {
-					return out, fmt.Errorf("buffer: last-value cache of %s.%s column %q: %w", c.def.Database, c.def.Table, fields[i].Name, err)
+					return out, fmt.Errorf("buffer: last-value cache of %s.%s column %q: %w", def.Database, def.Table, fields[i].Name, err)
 				}
 			}
 			if n++; n == lvChunkRows {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -259,4 +261,112 @@ func TestLastValueCacheDDL(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// gatedAllocator blocks its first Allocate until release is closed.
+type gatedAllocator struct {
+	memory.Allocator
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedAllocator) Allocate(n int) []byte {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	return g.Allocator.Allocate(n)
+}
+
+// TestLastValueChunksDoNotBlockWrites: a write merges into its table's
+// cache before its acknowledgement, so building the cache's chunks for a
+// query (100,000 series: hundreds of ms) must not hold the cache's mutex.
+// The build is stopped in its allocator; a write to the table finishes
+// meanwhile. The memo built counts in the cache's memory, and leaves it
+// with the next change.
+func TestLastValueChunksDoNotBlockWrites(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := openBuffer(t, testConfig(t, mem))
+	defer b.Close()
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 50, 5))
+	if _, _, err := b.CreateLastValueCache(catalog.LastValueCache{Database: "db", Table: "cpu"}, false); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := b.LastValueCache("db", "cpu")
+	v := b.View()
+	for _, s := range v.Buffered {
+		for _, ch := range v.Chunks(s, "db", "cpu") {
+			if err := c.MergeRecord(ch.Rec); err != nil {
+				t.Fatal(err)
+			}
+			ch.Rec.Release()
+		}
+	}
+	v.Release()
+	c.FillDone()
+	_, _, before := c.Info()
+
+	tbl, _ := b.Catalog().Table("db", "cpu")
+	fields := tbl.ArrowSchema().Fields()
+	for i, f := range fields {
+		if f.Type.ID() == arrow.STRING {
+			fields[i].Type = stringDictType
+		}
+	}
+	gate := &gatedAllocator{Allocator: mem, entered: make(chan struct{}), release: make(chan struct{})}
+	built := make(chan []Chunk, 1)
+	go func() {
+		chunks, err := c.Chunks(fields, MinTime, gate)
+		if err != nil {
+			t.Error(err)
+		}
+		built <- chunks
+	}()
+	<-gate.entered
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+day, 5, 5))
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(20 * time.Second):
+		close(gate.release)
+		t.Fatal("a write waited for the cache's chunks to be built")
+	}
+	close(gate.release)
+	chunks := <-built
+	releaseChunks(chunks)
+	// Built from the rows before the write: served, but not kept.
+	c.mu.Lock()
+	kept := c.mu.memo != nil
+	c.mu.Unlock()
+	_, _, afterWrite := c.Info()
+	if kept || afterWrite != before {
+		t.Fatalf("chunks built from rows changed since were kept (%v), or counted: %d bytes, %d before", kept, afterWrite, before)
+	}
+	releaseChunks(cacheChunks(t, b, c, fields))
+	_, _, withMemo := c.Info()
+	if withMemo <= afterWrite || b.lvc.bytes.Load() != withMemo {
+		t.Fatalf("with its chunks kept the cache counts %d bytes (buffer: %d), %d without", withMemo, b.lvc.bytes.Load(), afterWrite)
+	}
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+2*day, 5, 5))
+	releaseChunks(cacheChunks(t, b, c, fields)) // the memo of before is let go
+	if _, err := b.DropLastValueCache("db", "cpu", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.lvc.bytes.Load(); n != 0 {
+		t.Fatalf("after the drop the buffer counts %d bytes of caches", n)
+	}
+}
+
+func cacheChunks(t *testing.T, b *WriteBuffer, c *LastValueCache, fields []arrow.Field) []Chunk {
+	t.Helper()
+	chunks, err := c.Chunks(fields, MinTime, b.Allocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chunks
 }
