@@ -3,6 +3,7 @@ package buffer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -11,7 +12,8 @@ import (
 )
 
 // Compaction (persist/compaction.go) runs in the persister's goroutine,
-// when it has no segment to persist, every CompactionInterval: each
+// when it has no segment to persist, every CompactionInterval (and gives
+// way to persists and writes: compact_pace.go): each
 // table's persisted files of one day, once there are CompactionMinFiles
 // of them, are merged into one file (sorted as persisted files are, with
 // the rows that have expired left out), at most compactMaxBytes of input
@@ -45,17 +47,18 @@ func (b *WriteBuffer) Compact(ctx context.Context) error {
 	if b.persist.store == nil {
 		return nil
 	}
-	return b.compact(ctx)
+	return b.compact(ctx, false)
 }
 
 // compact runs every compaction due. Only cancellation (or shutdown)
-// ends its retries.
-func (b *WriteBuffer) compact(ctx context.Context) error {
+// ends its retries. inPersister says that it runs in the persister's
+// goroutine, whose work its pacer may do meanwhile (compact_pace.go).
+func (b *WriteBuffer) compact(ctx context.Context, inPersister bool) error {
 	for _, job := range b.compactionJobs() {
 		if b.draining() || ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err := b.runCompaction(ctx, job); err != nil {
+		if err := b.runCompaction(ctx, job, inPersister); err != nil {
 			return err
 		}
 	}
@@ -126,7 +129,7 @@ func (b *WriteBuffer) compactionJobs() []compactionJob {
 }
 
 // runCompaction merges job's files and publishes the result.
-func (b *WriteBuffer) runCompaction(ctx context.Context, job compactionJob) error {
+func (b *WriteBuffer) runCompaction(ctx context.Context, job compactionJob, inPersister bool) error {
 	start := time.Now()
 	tbl, ok := b.cat.Snapshot().Table(job.db, job.table)
 	if !ok {
@@ -139,17 +142,29 @@ func (b *WriteBuffer) runCompaction(ctx context.Context, job compactionJob) erro
 		in += f.Size
 	}
 	var c persist.Compaction
+	pacer := b.newCompactionPacer(ctx, inPersister)
 	err := b.retry(ctx, "compacting "+job.db+"."+job.table+" "+job.partition, func() error {
 		// Expired rows stay out of the merged file (retention.go).
 		b.mu.Lock()
 		cutoff := b.cutoffAt(b.cat.Snapshot(), job.db, b.cfg.Now())
 		b.mu.Unlock()
-		return b.attempt(ctx, in, func(ctx context.Context) (err error) {
+		err := b.attempt(ctx, in, func(ctx context.Context) (err error) {
 			c, err = st.Compact(ctx, persist.CompactInput{Generation: gen, Database: job.db, Table: job.table, Partition: job.partition,
-				Schema: tbl, Files: job.files, MinSegment: job.minSeg, MaxSegment: job.maxSeg, Cutoff: cutoff, Mem: b.mem})
+				Schema: tbl, Files: job.files, MinSegment: job.minSeg, MaxSegment: job.maxSeg, Cutoff: cutoff, Mem: b.mem,
+				Pace: pacer.pacer()})
 			return err
 		})
+		if pacer.stopped != nil {
+			return nil // not a failure: ended by its pacer, below
+		}
+		return err
 	})
+	if pacer.stopped != nil {
+		if errors.Is(pacer.stopped, errDraining) {
+			b.log.Info("compaction stopped by the shutdown; the next start compacts again", "database", job.db, "table", job.table, "partition", job.partition)
+		}
+		return pacer.stopped
+	}
 	if err != nil {
 		b.metrics.compactions.WithLabelValues("failed").Inc()
 		return err
@@ -180,7 +195,9 @@ func (b *WriteBuffer) runCompaction(ctx context.Context, job compactionJob) erro
 	b.metrics.compactionBytesIn.Add(float64(in))
 	b.metrics.compactionBytesOut.Add(float64(out))
 	b.metrics.compactionTime.Observe(time.Since(start).Seconds())
+	b.metrics.compactionPaced.Add(pacer.slept.Seconds())
 	b.log.Info("compacted", "database", job.db, "table", job.table, "partition", job.partition, "generation", gen,
-		"files_in", len(job.files), "bytes_in", in, "bytes_out", out, "rows", rows, "duration", time.Since(start).Round(time.Millisecond))
+		"files_in", len(job.files), "bytes_in", in, "bytes_out", out, "rows", rows, "duration", time.Since(start).Round(time.Millisecond),
+		"paced", pacer.slept.Round(time.Millisecond), "segments_persisted_meanwhile", pacer.persisted)
 	return nil
 }

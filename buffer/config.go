@@ -70,6 +70,10 @@ type Config struct {
 	// CompactionMinFiles is how many files of one table and day make a
 	// compaction.
 	CompactionMinFiles int
+	// CompactionShare is the most of a core's time a compaction takes
+	// while writes arrive (compact_pace.go), in (0, 1]: 0 is the default,
+	// DefaultCompactionShare; 1 never holds it back.
+	CompactionShare float64
 	// PersistRetryMin and PersistRetryMax bound the backoff between
 	// attempts of a failed persist step (exponential, with jitter; retried
 	// until Close).
@@ -145,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.ChunkRows < 1 {
 		errs = append(errs, fmt.Errorf("chunk rows %d must be positive", c.ChunkRows))
+	}
+	if c.CompactionShare < 0 || c.CompactionShare > 1 || c.CompactionShare != c.CompactionShare {
+		errs = append(errs, fmt.Errorf("compaction CPU share %g must be in (0, 1] (--compaction-cpu-share)", c.CompactionShare))
 	}
 	if c.Store != nil {
 		if c.PersistConcurrency < 1 {

@@ -31,6 +31,7 @@ type metrics struct {
 	compactionBytesIn  prometheus.Counter
 	compactionBytesOut prometheus.Counter
 	compactionTime     prometheus.Histogram
+	compactionPaced    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
@@ -115,8 +116,11 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		Name: "apron_compaction_duration_seconds", Help: "Time of one compaction, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 	})
+	m.compactionPaced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_compaction_paced_seconds_total", Help: "Time compactions held back to leave the CPU to writes (--compaction-cpu-share).",
+	})
 	m.collectors = []prometheus.Collector{m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
-		m.compactionBytesOut, m.compactionTime, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
+		m.compactionBytesOut, m.compactionTime, m.compactionPaced, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
 		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
 		m.filesDeleted, m.bytesDeleted}
 	if reg != nil {

@@ -280,7 +280,7 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 			case <-tick.C:
 			case <-b.persist.sweep:
 			case <-compactTick:
-				if err := b.compact(ctx); err != nil {
+				if err := b.compact(ctx, true); err != nil {
 					return // only cancellation ends retries
 				}
 			}

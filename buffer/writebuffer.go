@@ -71,6 +71,9 @@ type WriteBuffer struct {
 	persist   persistState
 	// lvc are the last-value caches (lastvalue.go).
 	lvc *lastValues
+	// lastWrite is when the last write was submitted (UnixNano): a
+	// compaction gives way while writes arrive (compact_pace.go).
+	lastWrite atomic.Int64
 
 	// walFailed is closed when the WAL fails (wal.Options.OnFail).
 	walFailed     chan struct{}
@@ -286,6 +289,7 @@ func (p *PendingWrite) wait() (WriteResult, error) {
 // share fsyncs, and decoding overlaps the disk.
 func (b *WriteBuffer) Submit(_ context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
 	start := time.Now()
+	b.lastWrite.Store(start.UnixNano())
 	p, err := b.submit(db, table, rec, opts)
 	if err != nil {
 		b.metrics.observeWrite(WriteResult{}, err, time.Since(start))

@@ -30,6 +30,8 @@ type CompactInput struct {
 	// keeps every row.
 	Cutoff int64
 	Mem    memory.Allocator
+	// Pace, if set, is called between the batches read and written.
+	Pace Pacer
 }
 
 // Compact merges in.Files: reads them, writes the merged file (sorted as
@@ -60,7 +62,7 @@ func (s *Store) Compact(ctx context.Context, in CompactInput) (Compaction, error
 			return Compaction{}, err
 		}
 		p := Part{Segment: in.MaxSegment, Database: in.Database, Table: in.Table, Day: day, Schema: in.Schema, Chunks: chunks,
-			Name: CompactedObject(in.Database, in.Table, in.Partition, in.Generation)}
+			Name: CompactedObject(in.Database, in.Table, in.Partition, in.Generation), Pace: in.Pace}
 		tmp, err := s.WriteTemp(ctx, p, in.Mem)
 		if err != nil {
 			return Compaction{}, fmt.Errorf("persist: writing the merged file of %s.%s %s: %w", in.Database, in.Table, in.Partition, err)
@@ -132,6 +134,12 @@ func (s *Store) readForCompaction(ctx context.Context, f File, in CompactInput) 
 		}
 		if c.Rec != nil {
 			out = append(out, c)
+		}
+		if in.Pace != nil {
+			if err := in.Pace(); err != nil {
+				releaseChunks(out)
+				return nil, err
+			}
 		}
 	}
 	if err := rr.Err(); err != nil && err != io.EOF {

@@ -109,7 +109,7 @@ type partFile struct {
 // Every buffer it allocates from mem is freed when it returns; there are
 // many, short-lived (gathered batches, the writer's pages), so the buffer
 // passes an allocator that recycles them (buffer.Recycler).
-func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator) (partFile, error) {
+func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator, pace Pacer) (partFile, error) {
 	out := parquetSchema(tbl.ArrowSchema())
 	if out.NumFields() == 0 || out.Field(0).Name != catalog.TimeColumn {
 		return partFile{}, fmt.Errorf("persist: schema %s does not start with %q", out, catalog.TimeColumn)
@@ -199,6 +199,12 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		if err != nil {
 			fw.Close()
 			return partFile{}, fmt.Errorf("persist: writing parquet: %w", err)
+		}
+		if pace != nil {
+			if err := pace(); err != nil {
+				fw.Close()
+				return partFile{}, err
+			}
 		}
 	}
 	if err := fw.Close(); err != nil {

@@ -50,7 +50,17 @@ type Part struct {
 	// Name, if set, is the object name instead of the segment's file
 	// (a compaction's merged file).
 	Name string
+	// Pace, if set, is called between the batches the file is written in;
+	// an error from it ends the write with that error (Pacer).
+	Pace Pacer
 }
+
+// A Pacer is called between the steps of long work (a compaction's reads
+// and its merged file's batches, a few ms each) so that its caller can
+// let other work run first: wait, or do that work there and then. An
+// error from it ends the work, with that error, before anything is
+// committed.
+type Pacer func() error
 
 // Object is the name of the part's Parquet file.
 func (p *Part) Object() string {
@@ -98,7 +108,7 @@ func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ 
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	cw := &countingWriter{ctx: ctx, w: io.MultiWriter(f, h)}
 	bw := bufio.NewWriterSize(cw, 1<<20)
-	pf, err := writePartition(bw, p.Schema, p.Chunks, mem)
+	pf, err := writePartition(bw, p.Schema, p.Chunks, mem, p.Pace)
 	if err != nil {
 		return nil, err
 	}

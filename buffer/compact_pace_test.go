@@ -1,0 +1,195 @@
+package buffer
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// compactionGateStore holds a compaction at two points: the read of its
+// first input (until readOn is closed) and the upload of its merged file
+// (until putOn is closed); reading and putting are closed as each is
+// reached.
+type compactionGateStore struct {
+	objstore.Store
+	readOnce, putOnce sync.Once
+	reading, readOn   chan struct{}
+	putting, putOn    chan struct{}
+}
+
+func newCompactionGateStore() *compactionGateStore {
+	return &compactionGateStore{Store: objstore.NewMemory(),
+		reading: make(chan struct{}), readOn: make(chan struct{}), putting: make(chan struct{}), putOn: make(chan struct{})}
+}
+
+func (s *compactionGateStore) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	if strings.HasPrefix(name, "dbs/") {
+		s.readOnce.Do(func() { close(s.reading) })
+		select {
+		case <-s.readOn:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.Store.Get(ctx, name)
+}
+
+func (s *compactionGateStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
+	if strings.Contains(name, "/c0") && strings.HasSuffix(name, ".parquet") {
+		s.putOnce.Do(func() { close(s.putting) })
+		select {
+		case <-s.putOn:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Store.Put(ctx, name, data, size, opts)
+}
+
+// TestCompactionGivesWayToPersist: a compaction runs in the persister's
+// goroutine; a segment that closes while it runs is persisted from
+// inside it (by its pacer, between the batches it reads), not after it.
+// The compaction is held at the read of its first input while the
+// segment closes, then at the upload of its merged file, after its last
+// batch: by then the segment must be persisted. Without the pacer it
+// waits for the whole compaction, and the test times out.
+func TestCompactionGivesWayToPersist(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	gate := newCompactionGateStore()
+	cfg := compactionConfig(t, mem, gate)
+	cfg.CompactionInterval = 20 * time.Millisecond
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	var readOnce, putOnce sync.Once
+	readOn := func() { readOnce.Do(func() { close(gate.readOn) }) }
+	putOn := func() { putOnce.Do(func() { close(gate.putOn) }) }
+	defer putOn()
+	defer readOn()
+	for i := range 3 {
+		writeMixed(t, b, t0.UnixNano()+int64(i)*1_000_003, 40)
+		roll(t, b)
+	}
+	waitFor(t, "a compaction to start", func() bool {
+		select {
+		case <-gate.reading:
+			return true
+		default:
+			return false
+		}
+	})
+	writeMixed(t, b, t0.UnixNano()+5_000_000_007, 40)
+	id := roll(t, b)
+	readOn()
+	waitFor(t, "the compaction to reach its upload", func() bool {
+		select {
+		case <-gate.putting:
+			return true
+		default:
+			return false
+		}
+	})
+	if !isPersisted(b, id) {
+		t.Fatalf("segment %d, closed while a compaction ran, is not persisted when the compaction ends", id)
+	}
+	putOn()
+	waitFor(t, "the compaction", func() bool { _, c := listings(b, "cpu"); return c > 0 })
+}
+
+// TestCompactionStopsAtShutdown: a shutdown (FinishPersist) stops a
+// compaction at its next step rather than waiting for the merge: nothing
+// is committed, and the next start compacts the files.
+func TestCompactionStopsAtShutdown(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	gate := newCompactionGateStore()
+	close(gate.putOn)
+	cfg := compactionConfig(t, mem, gate)
+	cfg.CompactionInterval = 20 * time.Millisecond
+	b := openBuffer(t, cfg)
+	var readOnce sync.Once
+	readOn := func() { readOnce.Do(func() { close(gate.readOn) }) }
+	defer readOn()
+	want := map[string][]row{}
+	for i := range 3 {
+		for table, rows := range writeMixed(t, b, t0.UnixNano()+int64(i)*1_000_003, 40) {
+			want[table] = append(want[table], rows...)
+		}
+		roll(t, b)
+	}
+	waitFor(t, "a compaction to start", func() bool {
+		select {
+		case <-gate.reading:
+			return true
+		default:
+			return false
+		}
+	})
+	finished := make(chan error, 1)
+	go func() { finished <- b.FinishPersist(context.Background()) }()
+	waitFor(t, "the shutdown to begin", b.draining)
+	readOn()
+	select {
+	case err := <-finished:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("FinishPersist waited for the compaction")
+	}
+	if _, c := listings(b, "cpu"); c != 0 {
+		t.Fatalf("%d compacted files after a compaction stopped by the shutdown", c)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.CompactionInterval = 0
+	b = openBuffer(t, cfg)
+	defer b.Close()
+	if err := b.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s, c := listings(b, "cpu"); s != 0 || c == 0 {
+		t.Fatalf("after the restart: %d files of segments, %d compacted; want all compacted", s, c)
+	}
+	for table, rows := range want {
+		assertRows(t, liveRows(t, b, table), rows)
+	}
+}
+
+// TestCompactionShareWhileWriting: while writes arrive, a compaction
+// sleeps between its steps (its share of the CPU); with none, it does
+// not.
+func TestCompactionShareWhileWriting(t *testing.T) {
+	for _, writing := range []bool{false, true} {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		cfg := compactionConfig(t, mem, objstore.NewMemory())
+		cfg.CompactionShare = 0.5
+		b := openBuffer(t, cfg)
+		writeSegments(t, b, 3)
+		if writing {
+			b.lastWrite.Store(time.Now().Add(time.Hour).UnixNano()) // writes keep arriving
+		} else {
+			b.lastWrite.Store(0)
+		}
+		if err := b.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		paced := testutil.ToFloat64(b.metrics.compactionPaced)
+		if writing != (paced > 0) {
+			t.Errorf("writing %v: the compaction was held back %.3f s", writing, paced)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mem.AssertSize(t, 0)
+	}
+}
