@@ -1,6 +1,7 @@
 package buffer
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,15 @@ type stringDict struct {
 	// over several chunks is thus looked up once.
 	src   arrow.Array
 	remap []int32
+	// srcOffsets and srcData are a copy of src's strings (offsets from
+	// 0), kept when they are at most maxRemapCopy bytes: a writer's
+	// batches each carry a dictionary of their own, most often with the
+	// same strings in the same order as the one before (the same hosts
+	// every second); remap then serves the next batch too, after a
+	// comparison instead of a map lookup per string. A copy, because src
+	// itself may have been released and its memory reused.
+	srcOffsets []int32
+	srcData    []byte
 
 	chunks int // sealed chunks that use it
 }
@@ -117,8 +127,7 @@ func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
 	d := sv.dict
 	dictLen := d.Dictionary().Len()
 	if c.dict.src != d.Dictionary() {
-		c.dict.src = d.Dictionary()
-		c.dict.remap = make([]int32, dictLen)
+		c.dict.setSource(sv, d.Dictionary())
 	}
 	remap := c.dict.remap
 	lookup := func(di int) (int32, error) {
@@ -172,6 +181,50 @@ func (c *stringColumn) appendDictionary(sv stringValues, off, n int) error {
 	}
 	c.valid.appendFrom(d, off, n)
 	return nil
+}
+
+// maxRemapCopy bounds the strings of a dictionary kept to compare the next
+// one with (stringDict.srcData).
+const maxRemapCopy = 64 << 10
+
+// setSource makes src, the dictionary of sv, the one remap is for: the
+// remap of the one before is kept if src holds the same strings in the
+// same order.
+func (d *stringDict) setSource(sv stringValues, src arrow.Array) {
+	d.src = src
+	n := src.Len()
+	var data []byte
+	var offsetAt func(i int) int64
+	switch {
+	case sv.dstr != nil:
+		offs := sv.dstr.ValueOffsets()
+		data, offsetAt = sv.dstr.ValueBytes(), func(i int) int64 { return int64(offs[i] - offs[0]) }
+	case sv.dlarge != nil:
+		offs := sv.dlarge.ValueOffsets()
+		data, offsetAt = sv.dlarge.ValueBytes(), func(i int) int64 { return offs[i] - offs[0] }
+	}
+	if offsetAt != nil && len(d.remap) == n && len(d.srcOffsets) == n+1 && bytes.Equal(data, d.srcData) {
+		same := true
+		for i, o := range d.srcOffsets {
+			if int64(o) != offsetAt(i) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+	}
+	d.remap = make([]int32, n)
+	d.srcOffsets, d.srcData = d.srcOffsets[:0], d.srcData[:0]
+	if offsetAt == nil || len(data) > maxRemapCopy {
+		d.srcOffsets, d.srcData = nil, nil
+		return
+	}
+	for i := range n + 1 {
+		d.srcOffsets = append(d.srcOffsets, int32(offsetAt(i)))
+	}
+	d.srcData = append(d.srcData, data...)
 }
 
 // appendDictionarySlow is appendDictionary's loop for nulls and indexes of

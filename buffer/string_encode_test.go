@@ -333,3 +333,46 @@ func TestStringColumnAppendsRowByRow(t *testing.T) {
 	defer got.Release()
 	checkEncoded(t, got, vals, true)
 }
+
+// TestStringColumnRemapAcrossBatches: batches whose dictionaries hold the
+// same strings in the same order share one lookup of them
+// (stringDict.setSource); any other dictionary, even one of the same
+// bytes cut elsewhere, is looked up afresh, and every row reads back as
+// written, whatever the memory of the batches before holds once released.
+func TestStringColumnRemapAcrossBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	c := newStringColumn(nil)
+	var want []*string
+	add := func(vals ...string) {
+		t.Helper()
+		ptrs := make([]*string, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		arr := buildStrings(t, mem, arrow.BinaryTypes.String, ptrs)
+		enc, err := encodeStrings(arr)
+		arr.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.appendFrom(enc, 0, enc.Len()); err != nil {
+			t.Fatal(err)
+		}
+		enc.Release()
+		want = append(want, ptrs...)
+	}
+	add("host-a", "host-b", "host-a")
+	remap := c.dict.remap
+	add("host-a", "host-b", "host-b") // the same dictionary: its lookup is kept
+	if &c.dict.remap[0] != &remap[0] {
+		t.Error("a dictionary equal to the last one was looked up again")
+	}
+	add("host-ah", "ost-b", "host-ah") // the same bytes, cut elsewhere
+	add("host-b", "host-a")            // the same strings in another order
+	add("host-b", "host-a")
+	add("x")
+	got := c.array(len(want), true)
+	defer got.Release()
+	checkEncoded(t, got, want, true)
+}

@@ -130,7 +130,13 @@ func (t *tableBuffer) appendRunLocked(b *batch, day int64, off, n int) error {
 			if p.dicts == nil {
 				p.dicts = make(map[string]*stringDict)
 			}
-			p.open = newOpenChunk(p.dicts, min(n, t.chunkRows))
+			// A partition that filled a chunk fills the next: reserve it
+			// whole, rather than let small batches grow it by copies.
+			rows := min(n, t.chunkRows)
+			if len(p.sealed) > 0 {
+				rows = t.chunkRows
+			}
+			p.open = newOpenChunk(p.dicts, rows)
 		}
 		k := min(n, t.chunkRows-p.open.n)
 		before := p.size()
