@@ -121,7 +121,10 @@
 // compaction files are applied (compaction.go); Parquet objects that no
 // listing names are deleted (Store.RemoveOrphans), but for those of
 // segments still in the WAL (a crash before step 3), which the retry of
-// their persist finds in place and counts done. Then the remaining WAL files are replayed: their
+// their persist finds in place and counts done, and none at all when a
+// segment file of another writer_id shows two servers sharing the store
+// (one may be the other's upload in flight). The segment and compaction
+// files are read 32 at a time. Then the remaining WAL files are replayed: their
 // segments are persisted again. Persisted segments are not loaded into
 // memory, and new segment ids are above theirs.
 package persist

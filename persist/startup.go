@@ -168,13 +168,28 @@ func (s *Store) readListings(ctx context.Context, prefix, what string, decode fu
 // counts it done (putImmutable), instead of writing it again; they are
 // returned by segment, so that the caller deletes those the retry does
 // not write (their rows dropped or expired since).
+//
+// When a segment file was written by another data dir (its writer_id is
+// not ours: two servers share the store location, which Apron does not
+// support), nothing is deleted: an object no listing names may be the
+// other server's upload in flight, whose segment file is still to come.
+// It is logged, with what to do.
 func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) (kept map[uint64][]string, err error) {
 	store := s.objects
 	listed := map[string]bool{}
+	var others []string
 	for _, seg := range segs {
 		for _, f := range seg.Files {
 			listed[f.Path] = true
 		}
+		if seg.WriterID != "" && seg.WriterID != s.writerID && !slices.Contains(others, seg.WriterID) {
+			others = append(others, seg.WriterID)
+		}
+	}
+	if len(others) > 0 {
+		s.log.Error("not deleting unlisted Parquet files: segment files of other data dirs are in this object store location, so an unlisted file may be another server's upload in flight. Give each server its own --gcs-prefix or bucket",
+			"this_writer_id", s.writerID, "other_writer_ids", others)
+		return map[uint64][]string{}, nil
 	}
 	var objs []objstore.ObjectInfo
 	if err := s.retry(ctx, "listing Parquet files", func() (err error) {

@@ -100,3 +100,31 @@ func BenchmarkLoadSegments(b *testing.B) {
 		}
 	}
 }
+
+// TestRemoveOrphansOtherWriter: when the segment files show another data
+// dir writing to the same location, no unlisted file is deleted (it may
+// be that server's upload in flight).
+func TestRemoveOrphansOtherWriter(t *testing.T) {
+	ctx := context.Background()
+	objects := objstore.NewMemory()
+	defer objects.Close()
+	s := openStore(t, objects, t.TempDir())
+	unlisted := ParquetObject("db", "cpu", 1, 9)
+	if err := objects.Put(ctx, unlisted, strings.NewReader("x"), 1, objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mine := Segment{ID: 1, WriterID: s.WriterID()}
+	other := Segment{ID: 2, WriterID: "0123456789abcdef0123456789abcdef"}
+	if _, err := s.RemoveOrphans(ctx, []Segment{mine, other}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objects.Attributes(ctx, unlisted); err != nil {
+		t.Fatalf("an unlisted file was deleted while another writer shares the store: %v", err)
+	}
+	if _, err := s.RemoveOrphans(ctx, []Segment{mine}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objects.Attributes(ctx, unlisted); err == nil {
+		t.Fatal("with no other writer, the orphan was kept")
+	}
+}
