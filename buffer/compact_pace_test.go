@@ -78,25 +78,11 @@ func TestCompactionGivesWayToPersist(t *testing.T) {
 		writeMixed(t, b, t0.UnixNano()+int64(i)*1_000_003, 40)
 		roll(t, b)
 	}
-	waitFor(t, "a compaction to start", func() bool {
-		select {
-		case <-gate.reading:
-			return true
-		default:
-			return false
-		}
-	})
+	waitClosed(t, "a compaction to start", gate.reading)
 	writeMixed(t, b, t0.UnixNano()+5_000_000_007, 40)
 	id := roll(t, b)
 	readOn()
-	waitFor(t, "the compaction to reach its upload", func() bool {
-		select {
-		case <-gate.putting:
-			return true
-		default:
-			return false
-		}
-	})
+	waitClosed(t, "the compaction to reach its upload", gate.putting)
 	if !isPersisted(b, id) {
 		t.Fatalf("segment %d, closed while a compaction ran, is not persisted when the compaction ends", id)
 	}
@@ -125,14 +111,7 @@ func TestCompactionStopsAtShutdown(t *testing.T) {
 		}
 		roll(t, b)
 	}
-	waitFor(t, "a compaction to start", func() bool {
-		select {
-		case <-gate.reading:
-			return true
-		default:
-			return false
-		}
-	})
+	waitClosed(t, "a compaction to start", gate.reading)
 	finished := make(chan error, 1)
 	go func() { finished <- b.FinishPersist(context.Background()) }()
 	waitFor(t, "the shutdown to begin", b.draining)
@@ -192,4 +171,17 @@ func TestCompactionShareWhileWriting(t *testing.T) {
 		}
 		mem.AssertSize(t, 0)
 	}
+}
+
+// waitClosed waits for ch to be closed.
+func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	})
 }

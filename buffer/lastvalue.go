@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
 )
 
 // Last-value caches (the definitions are the catalog's, lastvalue.go
@@ -653,7 +654,7 @@ func (c *LastValueCache) Chunks(fields []arrow.Field, minTime int64, mem memory.
 	c.releaseMemoLocked()
 	c.mu.memo, c.mu.memoVersion, c.mu.memoFields, c.mu.memoMin = chunks, version, slices.Clone(fields), lo
 	for _, ch := range chunks {
-		c.mu.memoBytes += recordBytes(ch.Rec)
+		c.mu.memoBytes += persist.RecordBytes(ch.Rec)
 	}
 	c.mu.bytes += c.mu.memoBytes
 	c.l.bytes.Add(c.mu.memoBytes)
@@ -680,15 +681,6 @@ func releaseChunks(chunks []Chunk) {
 	for _, ch := range chunks {
 		ch.Rec.Release()
 	}
-}
-
-// recordBytes is the memory of rec's buffers, dictionaries included.
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, col := range rec.Columns() {
-		n += dataSize(col.Data())
-	}
-	return n
 }
 
 // lvRows is a copy of a cache's rows: by key, then latest first, with

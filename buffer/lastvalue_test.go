@@ -125,17 +125,7 @@ func testLastValueCache(t *testing.T, count int) {
 	}
 	// The fill: every chunk of a View taken after the cache was made (the
 	// rows written since are in both: merged once).
-	v := b.View()
-	for _, s := range v.Buffered {
-		for _, ch := range v.Chunks(s, "db", "cpu") {
-			if err := c.MergeRecord(ch.Rec); err != nil {
-				t.Fatal(err)
-			}
-			ch.Rec.Release()
-		}
-	}
-	v.Release()
-	c.FillDone()
+	fillCache(t, b, c)
 	if !c.Ready() {
 		t.Fatal("not ready after the fill")
 	}
@@ -295,17 +285,7 @@ func TestLastValueChunksDoNotBlockWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := b.LastValueCache("db", "cpu")
-	v := b.View()
-	for _, s := range v.Buffered {
-		for _, ch := range v.Chunks(s, "db", "cpu") {
-			if err := c.MergeRecord(ch.Rec); err != nil {
-				t.Fatal(err)
-			}
-			ch.Rec.Release()
-		}
-	}
-	v.Release()
-	c.FillDone()
+	fillCache(t, b, c)
 	_, _, before := c.Info()
 
 	tbl, _ := b.Catalog().Table("db", "cpu")
@@ -369,4 +349,22 @@ func cacheChunks(t *testing.T, b *WriteBuffer, c *LastValueCache, fields []arrow
 		t.Fatal(err)
 	}
 	return chunks
+}
+
+// fillCache fills c as the engine does: with every chunk of a View of
+// db.cpu taken after c was made.
+func fillCache(t *testing.T, b *WriteBuffer, c *LastValueCache) {
+	t.Helper()
+	v := b.View()
+	defer v.Release()
+	for _, s := range v.Buffered {
+		for _, ch := range v.Chunks(s, "db", "cpu") {
+			err := c.MergeRecord(ch.Rec)
+			ch.Rec.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.FillDone()
 }

@@ -182,7 +182,7 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 			fw.Close()
 			return partFile{}, err
 		}
-		size := recordBytes(rec)
+		size := RecordBytes(rec)
 		if groupRows > 0 && (groupRows+rec.NumRows() > RowGroupRows || groupBytes+size > RowGroupBytes) {
 			if err := fw.NewBufferedRowGroupChecked(); err != nil {
 				rec.Release()
@@ -216,7 +216,8 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 	return res, nil
 }
 
-func recordBytes(rec arrow.RecordBatch) int64 {
+// RecordBytes is the memory of rec's buffers, dictionaries included.
+func RecordBytes(rec arrow.RecordBatch) int64 {
 	var s int64
 	for _, c := range rec.Columns() {
 		s += dataSize(c.Data())
