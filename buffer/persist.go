@@ -491,6 +491,20 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	start := time.Now()
 	b.persist.current.Store(seg.id)
 	defer b.persist.current.Store(0)
+	// A reference of its own: a persister that Close gave up on
+	// (FinishPersist) may still be reading the segment's table buffers
+	// when Close lets go of the buffer's reference; the memory goes with
+	// the last of the two.
+	b.mu.Lock()
+	released := b.mu.released
+	if !released {
+		seg.refs.Add(1)
+	}
+	b.mu.Unlock()
+	if released {
+		return fmt.Errorf("%w: segment %d was not persisted", ErrClosed, seg.id)
+	}
+	defer seg.unref()
 
 	// 1. The catalog, if the store lacks this version. The snapshot comes
 	// first: the file saved next is at least as new, so it describes every

@@ -41,8 +41,8 @@ const persistStopWait = 100 * time.Millisecond
 // A persister that does not stop within persistStopWait (an encoding
 // between two writes) is left running: Close then waits for it no more
 // and leaves the data dir locked until the process exits. That is safe:
-// it reads only chunks it holds references to, and commits nothing once
-// cancelled.
+// it holds a reference on the segment it persists and on the chunks it
+// reads, and commits nothing once cancelled.
 //
 // On restart an interrupted persist is redone from the beginning: the
 // Parquet files it uploaded are not listed by any segment file, so Open

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,5 +198,74 @@ func TestReplayProgress(t *testing.T) {
 	if !s.Started || !s.Done || s.Files != 2 || s.FilesTotal != 2 || s.Rows != 1000 ||
 		s.BytesTotal <= 0 || s.Bytes != s.BytesTotal || s.Percent != 100 || s.Remaining != 0 {
 		t.Fatalf("progress after Open: %+v", s)
+	}
+}
+
+// stallingTemp makes temporary files whose writes wait for release,
+// whatever the persist's context says: an encoding that does not stop
+// when cancelled, which FinishPersist leaves running.
+type stallingTemp struct {
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *stallingTemp) createTemp(dir, pattern string) (persist.TempHandle, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &stallingTempFile{File: f, s: s}, nil
+}
+
+type stallingTempFile struct {
+	*os.File
+	s *stallingTemp
+}
+
+func (f *stallingTempFile) Write(p []byte) (int, error) {
+	f.s.once.Do(func() { close(f.s.entered) })
+	<-f.s.release
+	return f.File.Write(p)
+}
+
+// TestAbandonedPersistHoldsItsSegment: a persist that FinishPersist gives
+// up on (it does not stop when cancelled) keeps a reference on its
+// segment, so Close does not free the memory under it; the memory goes
+// when the persist ends.
+func TestAbandonedPersistHoldsItsSegment(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	stall := &stallingTemp{entered: make(chan struct{}), release: make(chan struct{})}
+	cfg := persistConfig(t, mem, objstore.NewMemory())
+	cfg.PersistCreateTemp = stall.createTemp
+	b := openBuffer(t, cfg)
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 300, 1))
+	roll(t, b)
+	<-stall.entered
+	b.mu.Lock()
+	seg := b.mu.closed[0]
+	b.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.FinishPersist(ctx); !errors.Is(err, ErrPersistInterrupted) {
+		t.Fatalf("FinishPersist: %v, want the persist interrupted", err)
+	}
+	if !b.persist.abandoned.Load() {
+		t.Fatal("the stalled persist was not left running: the test shows nothing")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := seg.refs.Load(); n != 1 {
+		t.Fatalf("after Close the persisting segment has %d references, want the persist's 1", n)
+	}
+	if !seg.HasTable("db", "cpu") {
+		t.Fatal("Close freed the rows of the segment a persist still reads")
+	}
+	close(stall.release)
+	<-b.persist.done
+	if n := seg.refs.Load(); n != 0 {
+		t.Fatalf("after the persist ended the segment has %d references, want 0", n)
 	}
 }

@@ -522,7 +522,7 @@ func (b *WriteBuffer) Close() error {
 	b.mu.released = true
 	b.publishLocked()
 	if left := releaseUnread(append(b.mu.closed, b.mu.open)); left > 0 {
-		b.log.Error("closing the buffer while queries still read it: the memory of the segments they read is left to them (freed by their last reader, or at exit), not freed under them",
+		b.log.Error("closing the buffer while queries (or a persist it gave up on) still read it: the memory of the segments they read is left to them (freed by their last reader, or at exit), not freed under them",
 			"segments", left)
 	}
 	b.metrics.unregister()
