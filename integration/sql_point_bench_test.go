@@ -10,7 +10,8 @@ import (
 // BenchmarkSQLPoint measures the queries dashboards and alerts repeat
 // (issue 14): a trivial query (the per-query overhead alone), count(*)
 // over the table and over a time range, min/max of time, one series over
-// the last 10 minutes, and the last row per series. Each op runs every
+// the last 10 minutes, the last row per series, and the newest 100 rows
+// (ORDER BY time DESC LIMIT 100). Each op runs every
 // query 100 times through Flight SQL (GetFlightInfo + DoGet, as ADBC
 // does) and reports p50 and p99. Run with, for example,
 //
@@ -26,6 +27,7 @@ func BenchmarkSQLPoint(b *testing.B) {
 		{"min-max-time", "SELECT min(time), max(time) FROM db.t"},
 		{"host-10min", "SELECT * FROM db.t WHERE host = 'host-7' AND time >= " + tsLiteral(from)},
 		{"last-per-host", "SELECT host, arg_max(usage_user, time), max(time) FROM db.t GROUP BY host"},
+		{"newest-100", "SELECT * FROM db.t ORDER BY time DESC LIMIT 100"},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) { benchLatency(b, d.apronAddr, q.sql, 100) })

@@ -152,7 +152,10 @@ type Engine struct {
 	directScans   atomic.Int64 // queries streamed as direct scans
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
-	lastValueUses         atomic.Int64 // scans fed from a last-value cache
+	// newestChunks and newestFiles are left out as older than a top-n's
+	// rows (newest.go).
+	newestChunks, newestFiles atomic.Int64
+	lastValueUses             atomic.Int64 // scans fed from a last-value cache
 	// stopFills ends the goroutine that fills last-value caches;
 	// fillsDone is closed when it has returned.
 	stopFills context.CancelFunc
@@ -325,6 +328,9 @@ type Stats struct {
 	// Chunks and files counted from their metadata (metacount.go), not
 	// read.
 	MetaChunks, MetaFiles int64
+	// Chunks and files left out of an ORDER BY time DESC LIMIT n as older
+	// than its rows (newest.go).
+	NewestChunks, NewestFiles int64
 }
 
 // Stats describes the engine now.
@@ -338,6 +344,7 @@ func (e *Engine) Stats() Stats {
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
 	st.ShapeHits, st.ShapeMisses, _, _ = e.shapes.stats()
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
+	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
 		st.CacheFetchedBytes = c.fetchedBytes.Load()

@@ -644,42 +644,49 @@ func constantOrNil(e any) bool {
 
 // latestModifiers: exactly ORDER BY time DESC LIMIT k, 0 < k <= count.
 func (sh *shapeCheck) latestModifiers(mods []any, count int) bool {
+	k, ok := sh.newestLimit(mods)
+	return ok && k <= int64(count)
+}
+
+// newestLimit is k of exactly ORDER BY time DESC LIMIT k, k > 0 a
+// constant integer, with no OFFSET.
+func (sh *shapeCheck) newestLimit(mods []any) (int64, bool) {
 	if len(mods) != 2 {
-		return false
+		return 0, false
 	}
 	o, _ := mods[0].(map[string]any)
 	l, _ := mods[1].(map[string]any)
 	if o == nil || l == nil || o["type"] != "ORDER_MODIFIER" || l["type"] != "LIMIT_MODIFIER" || l["offset"] != nil {
-		return false
+		return 0, false
 	}
 	orders, _ := o["orders"].([]any)
 	if len(orders) != 1 {
-		return false
+		return 0, false
 	}
 	om, _ := orders[0].(map[string]any)
 	if om == nil || om["type"] != "DESCENDING" || !sh.isTime(om["expression"]) {
-		return false
+		return 0, false
 	}
 	lim, _ := l["limit"].(map[string]any)
 	if lim == nil || lim["class"] != "CONSTANT" {
-		return false
+		return 0, false
 	}
 	v, _ := lim["value"].(map[string]any)
 	if v == nil || v["is_null"] != false {
-		return false
+		return 0, false
 	}
 	ty, _ := v["type"].(map[string]any)
 	switch ty["id"] {
 	case "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT":
 	default:
-		return false
+		return 0, false
 	}
 	num, ok := v["value"].(json.Number)
 	if !ok {
-		return false
+		return 0, false
 	}
 	k, err := num.Int64()
-	return err == nil && k > 0 && k <= int64(count)
+	return k, err == nil && k > 0
 }
 
 // findTableFold finds db.table as DuckDB would: exactly, or without case.

@@ -41,6 +41,9 @@ type queryState struct {
 	// meta is set when the statement's answer is completed from the
 	// metadata of chunks and files (metacount.go).
 	meta *metaAgg
+	// newest is set when the statement is a top-n of the newest rows
+	// (newest.go).
+	newest *newestPrune
 	// equals are, per table, the string values its columns must equal
 	// (tableRef.equals): row groups of persisted files whose statistics
 	// exclude them are skipped.
@@ -97,6 +100,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		qs.direct, _ = directScanOf(a.tree, c.schema, e.wb.Catalog())
 		if qs.direct == nil && err == nil {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
+			qs.newest = newestOf(a.tree, c.schema, exact)
 		}
 	}
 	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {

@@ -321,6 +321,12 @@ func apron_scan_init(p unsafe.Pointer) {
 				bd.e.metaChunks.Add(nc)
 				bd.e.metaFiles.Add(nf)
 			}
+			if bd.qs != nil && bd.qs.newest != nil && bd.qs.newest.key == lowerKey(bd.key.Database, bd.key.Table) {
+				var nc, nf int
+				g.chunks, g.files, nc, nf = bd.qs.newest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database))
+				bd.e.newestChunks.Add(int64(nc))
+				bd.e.newestFiles.Add(int64(nf))
+			}
 		}
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)

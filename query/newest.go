@@ -1,0 +1,150 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/persist"
+)
+
+// The newest rows first.
+//
+// A query of the shape
+//
+//	SELECT columns | * FROM table [WHERE bounds on time] ORDER BY time DESC LIMIT n
+//
+// (what a dashboard asks for the latest points) needs only the rows of
+// the n largest times, yet DuckDB's top-n reads every row the scan hands
+// it. Its scan hands it less: the chunks and files whose every row
+// matches for certain (metaAgg.sure: inside the bounds' exact interval
+// and after the retention cutoff) are taken newest first by their least
+// time until they hold n rows; T is the least time of the last taken.
+// At least n matching rows then have a time of T or later, so no row
+// older than T is among the answer's, and the chunks and files whose
+// every time is before T are left out. Those with rows at T or later are
+// all kept, so every row the answer could hold is read, ties included:
+// the answer is one the full scan could give.
+
+// newestPrune is the pruning of one such query.
+type newestPrune struct {
+	key   buffer.TableKey // lower-cased
+	n     int64
+	exact timeBounds
+}
+
+// newestOf returns the pruning of the statement tree, nil if its shape
+// is not the one above. exact is scanBounds'.
+func newestOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBounds) *newestPrune {
+	stmts, _ := tree["statements"].([]any)
+	if len(stmts) != 1 {
+		return nil
+	}
+	st, _ := stmts[0].(map[string]any)
+	node, _ := st["node"].(map[string]any)
+	if node == nil || node["type"] != "SELECT_NODE" || node["having"] != nil || node["qualify"] != nil || node["sample"] != nil ||
+		node["aggregate_handling"] != "STANDARD_HANDLING" || !emptyList(node["group_expressions"]) || !emptyList(node["group_sets"]) {
+		return nil
+	}
+	if cte, _ := node["cte_map"].(map[string]any); cte == nil || !emptyList(cte["map"]) {
+		return nil
+	}
+	from, _ := node["from_table"].(map[string]any)
+	if from == nil || from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil || !emptyList(from["column_name_alias"]) {
+		return nil
+	}
+	w := &walker{db: db}
+	key, ok := w.key(from)
+	if !ok || strings.EqualFold(key.Database, SystemSchema) {
+		return nil
+	}
+	b, ok := exact[key]
+	if !ok {
+		return nil
+	}
+	alias, _ := from["alias"].(string)
+	table, _ := from["table_name"].(string)
+	sh := &shapeCheck{alias: alias, table: table}
+	// Only columns: a function in the list could be an aggregate or a
+	// window, which reads every row.
+	list, _ := node["select_list"].([]any)
+	if len(list) == 0 {
+		return nil
+	}
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		if m == nil {
+			return nil
+		}
+		switch m["class"] {
+		case "COLUMN_REF":
+			if _, ok := sh.colRef(m); !ok {
+				return nil
+			}
+		case "STAR":
+			if m["columns"] != false || m["expr"] != nil {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	mods, _ := node["modifiers"].([]any)
+	n, ok := sh.newestLimit(mods)
+	if !ok {
+		return nil
+	}
+	return &newestPrune{key: key, n: n, exact: b}
+}
+
+// prune leaves out of chunks and files those whose rows are all older
+// than the n newest that match for certain; it returns the rest and how
+// many it left out. Chunks left out are released.
+func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
+	sure := metaAgg{exact: p.exact}
+	type span struct{ min, rows int64 }
+	var spans []span
+	for _, c := range chunks {
+		if n := c.Rec.NumRows(); n > 0 && sure.sure(c.MinTime, c.MaxTime, cutoff) {
+			spans = append(spans, span{c.MinTime, n})
+		}
+	}
+	for _, f := range files {
+		if f.Rows > 0 && sure.sure(f.MinTime, f.MaxTime, cutoff) {
+			spans = append(spans, span{f.MinTime, f.Rows})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(b.min, a.min) })
+	var rows int64
+	threshold, found := int64(0), false
+	for _, s := range spans {
+		if rows += s.rows; rows >= p.n {
+			threshold, found = s.min, true
+			break
+		}
+	}
+	if !found {
+		return chunks, files, 0, 0
+	}
+	keptChunks := chunks[:0]
+	for _, c := range chunks {
+		if c.Rec.NumRows() > 0 && c.MaxTime < threshold {
+			c.Rec.Release()
+			nchunks++
+			continue
+		}
+		keptChunks = append(keptChunks, c)
+	}
+	keptFiles := files[:0]
+	for _, f := range files {
+		if f.Rows > 0 && f.MaxTime < threshold {
+			nfiles++
+			continue
+		}
+		keptFiles = append(keptFiles, f)
+	}
+	return keptChunks, keptFiles, nchunks, nfiles
+}

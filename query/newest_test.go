@@ -1,0 +1,132 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// TestNewestRows checks ORDER BY time DESC LIMIT n (newest.go) against a
+// plain DuckDB holding the same rows (every time distinct, so the answer
+// is one), with rows in persisted files and in the buffer, segments whose
+// times overlap, n from 1 to more than the table holds, bounds on time
+// at chunk and file edges; and that shapes it must not prune read every
+// row as before.
+func TestNewestRows(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE)`)
+	rng := rand.New(rand.NewPCG(5, 6))
+	seen := map[int64]bool{}
+	var edges []int64
+	total := 0
+	const segs = 6
+	for seg := range segs {
+		for range 3 {
+			n := 300 + rng.IntN(2000)
+			ts, host, usage := make([]any, 0, n), make([]any, n), make([]any, n)
+			// Segments overlap in time: the newest rows are not all in the
+			// newest segment.
+			start := base + int64(seg)*int64(30*time.Minute) + rng.Int64N(int64(time.Hour))
+			switch seg {
+			case segs - 2: // buffered, a day before (a partition of its own): its chunks go
+				start = base - int64(24*time.Hour)
+			case segs - 1:
+				start = base + int64(10*time.Hour)
+			}
+			for len(ts) < n {
+				v := start + rng.Int64N(int64(40*time.Minute))
+				if !seen[v] {
+					seen[v] = true
+					ts = append(ts, v)
+				}
+			}
+			for i := range n {
+				host[i] = fmt.Sprintf("h%d", rng.IntN(5))
+				if rng.IntN(9) > 0 {
+					usage[i] = float64(rng.IntN(1000)) / 10
+				}
+			}
+			rec := batch(s.mem, col{"time", tsNs, ts}, col{"host", arrow.BinaryTypes.String, host}, col{"usage", arrow.PrimitiveTypes.Float64, usage})
+			ref.append("db", "cpu", rec)
+			s.write("db", "cpu", rec)
+			total += n
+		}
+		if seg < segs-2 {
+			s.roll()
+		}
+	}
+	s.waitReleased(t, segs-2)
+	v := s.wb.View()
+	for _, seg := range v.Buffered {
+		for _, c := range v.Chunks(seg, "db", "cpu") {
+			edges = append(edges, c.MinTime, c.MaxTime)
+			c.Rec.Release()
+		}
+	}
+	for _, ps := range v.Persisted {
+		for _, f := range ps.Files {
+			edges = append(edges, f.MinTime, f.MaxTime)
+		}
+	}
+	v.Release()
+	lit := func(ns int64) string {
+		return "TIMESTAMP_NS '" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + "'"
+	}
+	var queries []string
+	for _, n := range []int{1, 7, 100, 1000, 4000, total - 1, total, total + 5} {
+		queries = append(queries,
+			fmt.Sprintf("SELECT * FROM db.cpu ORDER BY time DESC LIMIT %d", n),
+			fmt.Sprintf("SELECT c.time, usage FROM db.cpu c ORDER BY c.time DESC LIMIT %d", n))
+	}
+	for i, e := range edges {
+		other := edges[(i*5+1)%len(edges)]
+		lo, hi := min(e, other), max(e, other)
+		n := []int{1, 10, 500, 3000}[i%4]
+		queries = append(queries,
+			fmt.Sprintf("SELECT time, host FROM db.cpu WHERE time <= %s ORDER BY time DESC LIMIT %d", lit(e), n),
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE time < %s ORDER BY time DESC LIMIT %d", lit(e+1), n),
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE time > %s AND time <= %s ORDER BY time DESC LIMIT %d", lit(lo), lit(hi), n),
+		)
+	}
+	before := s.e.Stats()
+	for _, q := range queries {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
+	st := s.e.Stats()
+	if st.NewestChunks == before.NewestChunks || st.NewestFiles == before.NewestFiles {
+		t.Errorf("no chunk or no file left out: %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
+	}
+
+	// Shapes it must not prune: they need older rows, or a function reads
+	// them all.
+	others := []string{
+		"SELECT * FROM db.cpu ORDER BY time LIMIT 10",
+		"SELECT * FROM db.cpu ORDER BY time DESC LIMIT 10 OFFSET 5",
+		"SELECT * FROM db.cpu WHERE host = 'h1' ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE usage > 50 ORDER BY time DESC LIMIT 10",
+		"SELECT time, count(*) OVER () FROM db.cpu ORDER BY time DESC LIMIT 10",
+		"SELECT time, row_number() OVER (ORDER BY time) FROM db.cpu ORDER BY time DESC LIMIT 10",
+		"SELECT max(time) FROM db.cpu ORDER BY 1 DESC LIMIT 1",
+		"SELECT DISTINCT host FROM db.cpu ORDER BY host DESC LIMIT 2",
+		"SELECT * FROM db.cpu ORDER BY time DESC, host LIMIT 10",
+		"SELECT * FROM db.cpu ORDER BY usage DESC, time DESC LIMIT 10",
+		"SELECT time FROM db.cpu WHERE time > (SELECT min(time) FROM db.cpu) ORDER BY time DESC LIMIT 10",
+		"SELECT time FROM db.cpu a JOIN db.cpu b USING (time) ORDER BY time DESC LIMIT 10",
+	}
+	before = s.e.Stats()
+	for _, q := range others {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
+	st = s.e.Stats()
+	if st.NewestChunks != before.NewestChunks || st.NewestFiles != before.NewestFiles {
+		t.Errorf("a shape that needs older rows was pruned: %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
+	}
+}
