@@ -62,7 +62,7 @@ func (s *Store) Compact(ctx context.Context, in CompactInput) (Compaction, error
 			return Compaction{}, err
 		}
 		p := Part{Segment: in.MaxSegment, Database: in.Database, Table: in.Table, Day: day, Schema: in.Schema, Chunks: chunks,
-			Name: CompactedObject(in.Database, in.Table, in.Partition, in.Generation), Pace: in.Pace}
+			Name: CompactedObject(in.Database, in.Table, in.Partition, in.Generation), RowGroupRows: RowGroupRows, Pace: in.Pace}
 		tmp, err := s.WriteTemp(ctx, p, in.Mem)
 		if err != nil {
 			return Compaction{}, fmt.Errorf("persist: writing the merged file of %s.%s %s: %w", in.Database, in.Table, in.Partition, err)

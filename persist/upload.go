@@ -50,6 +50,9 @@ type Part struct {
 	// Name, if set, is the object name instead of the segment's file
 	// (a compaction's merged file).
 	Name string
+	// RowGroupRows bounds the rows of a row group; 0 is
+	// SegmentRowGroupRows.
+	RowGroupRows int64
 	// Pace, if set, is called between the batches the file is written in;
 	// an error from it ends the write with that error (Pacer).
 	Pace Pacer
@@ -108,7 +111,11 @@ func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ 
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	cw := &countingWriter{ctx: ctx, w: io.MultiWriter(f, h)}
 	bw := bufio.NewWriterSize(cw, 1<<20)
-	pf, err := writePartition(bw, p.Schema, p.Chunks, mem, p.Pace)
+	groupRows := p.RowGroupRows
+	if groupRows <= 0 {
+		groupRows = SegmentRowGroupRows
+	}
+	pf, err := writePartition(bw, p.Schema, p.Chunks, mem, groupRows, p.Pace)
 	if err != nil {
 		return nil, err
 	}

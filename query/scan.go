@@ -874,9 +874,9 @@ func (l *scanLocal) nullChunk() (duck.DataChunk, error) {
 	return dc, nil
 }
 
-// maxRowGroupRows is the most rows the buffer writes in a row group (its
-// parquetRowGroupRows).
-const maxRowGroupRows = 1 << 20
+// maxRowGroupRows is the most rows of a row group of a segment's file
+// (merged files have larger ones): what a scan thread reads at a time.
+const maxRowGroupRows = persist.SegmentRowGroupRows
 
 // timeBounds is an inclusive range of times, in ns.
 type timeBounds struct{ min, max int64 }
