@@ -68,37 +68,11 @@ type metaAgg struct {
 // metaAggOf returns the metadata part of the statement tree, or nil if its
 // shape is not one metadata can serve. exact is scanBounds'.
 func metaAggOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBounds) *metaAgg {
-	stmts, _ := tree["statements"].([]any)
-	if len(stmts) != 1 {
+	sel, ok := plainTableSelect(tree, db, exact)
+	if !ok || !emptyList(sel.node["modifiers"]) {
 		return nil
 	}
-	stmt, _ := stmts[0].(map[string]any)
-	node, _ := stmt["node"].(map[string]any)
-	if node == nil || node["type"] != "SELECT_NODE" {
-		return nil
-	}
-	if !emptyList(node["modifiers"]) || !emptyList(node["group_expressions"]) || !emptyList(node["group_sets"]) ||
-		node["having"] != nil || node["qualify"] != nil || node["sample"] != nil || node["aggregate_handling"] != "STANDARD_HANDLING" {
-		return nil
-	}
-	if cte, _ := node["cte_map"].(map[string]any); cte == nil || !emptyList(cte["map"]) {
-		return nil
-	}
-	from, _ := node["from_table"].(map[string]any)
-	if from == nil || from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil || !emptyList(from["column_name_alias"]) {
-		return nil
-	}
-	w := &walker{db: db}
-	key, ok := w.key(from)
-	if !ok || strings.EqualFold(key.Database, SystemSchema) {
-		return nil
-	}
-	b, ok := exact[key]
-	if !ok {
-		return nil
-	}
-	alias, _ := from["alias"].(string)
-	table, _ := from["table_name"].(string)
+	node, key, b, alias, table := sel.node, sel.key, sel.exact, sel.alias, sel.table
 	list, _ := node["select_list"].([]any)
 	if len(list) == 0 {
 		return nil
@@ -128,6 +102,52 @@ func metaAggOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBou
 		}
 	}
 	return m
+}
+
+// tableSelect is a SELECT of one table whose WHERE clause, if any, is
+// bounds on time (plainTableSelect).
+type tableSelect struct {
+	node         map[string]any
+	key          buffer.TableKey // lower-cased
+	exact        timeBounds      // rows within match the WHERE clause for certain
+	alias, table string          // as the FROM clause names it
+}
+
+// plainTableSelect is the one statement of tree when it is a SELECT of
+// one table of a database (no join, subquery in FROM, sample, CTE, GROUP
+// BY, HAVING, QUALIFY …) with exact bounds (scanBounds: its WHERE clause
+// is bounds on time, or none).
+func plainTableSelect(tree map[string]any, db string, exact map[buffer.TableKey]timeBounds) (tableSelect, bool) {
+	var none tableSelect
+	stmts, _ := tree["statements"].([]any)
+	if len(stmts) != 1 {
+		return none, false
+	}
+	stmt, _ := stmts[0].(map[string]any)
+	node, _ := stmt["node"].(map[string]any)
+	if node == nil || node["type"] != "SELECT_NODE" || !emptyList(node["group_expressions"]) || !emptyList(node["group_sets"]) ||
+		node["having"] != nil || node["qualify"] != nil || node["sample"] != nil || node["aggregate_handling"] != "STANDARD_HANDLING" {
+		return none, false
+	}
+	if cte, _ := node["cte_map"].(map[string]any); cte == nil || !emptyList(cte["map"]) {
+		return none, false
+	}
+	from, _ := node["from_table"].(map[string]any)
+	if from == nil || from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil || !emptyList(from["column_name_alias"]) {
+		return none, false
+	}
+	w := &walker{db: db}
+	key, ok := w.key(from)
+	if !ok || strings.EqualFold(key.Database, SystemSchema) {
+		return none, false
+	}
+	b, ok := exact[key]
+	if !ok {
+		return none, false
+	}
+	alias, _ := from["alias"].(string)
+	table, _ := from["table_name"].(string)
+	return tableSelect{node: node, key: key, exact: b, alias: alias, table: table}, true
 }
 
 func emptyList(v any) bool {

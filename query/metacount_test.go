@@ -51,23 +51,8 @@ func TestMetaCounts(t *testing.T) {
 
 	// Bounds: at times that occur (chunk and file edges among them), a
 	// nanosecond either side, and between the segments.
-	lit := func(ns int64) string {
-		return "TIMESTAMP_NS '" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + "'"
-	}
-	var points []int64
-	v := s.wb.View()
-	for _, seg := range v.Buffered {
-		for _, c := range v.Chunks(seg, "db", "cpu") {
-			points = append(points, c.MinTime, c.MaxTime)
-			c.Rec.Release()
-		}
-	}
-	for _, ps := range v.Persisted {
-		for _, f := range ps.Files {
-			points = append(points, f.MinTime, f.MaxTime)
-		}
-	}
-	v.Release()
+	lit := nsLiteral
+	points := timeEdges(s, "db", "cpu")
 	if len(points) < 8 {
 		t.Fatalf("%d chunk and file edges: the test needs more", len(points))
 	}

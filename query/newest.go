@@ -5,7 +5,6 @@ package query
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/persist"
@@ -39,35 +38,12 @@ type newestPrune struct {
 // newestOf returns the pruning of the statement tree, nil if its shape
 // is not the one above. exact is scanBounds'.
 func newestOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBounds) *newestPrune {
-	stmts, _ := tree["statements"].([]any)
-	if len(stmts) != 1 {
-		return nil
-	}
-	st, _ := stmts[0].(map[string]any)
-	node, _ := st["node"].(map[string]any)
-	if node == nil || node["type"] != "SELECT_NODE" || node["having"] != nil || node["qualify"] != nil || node["sample"] != nil ||
-		node["aggregate_handling"] != "STANDARD_HANDLING" || !emptyList(node["group_expressions"]) || !emptyList(node["group_sets"]) {
-		return nil
-	}
-	if cte, _ := node["cte_map"].(map[string]any); cte == nil || !emptyList(cte["map"]) {
-		return nil
-	}
-	from, _ := node["from_table"].(map[string]any)
-	if from == nil || from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil || !emptyList(from["column_name_alias"]) {
-		return nil
-	}
-	w := &walker{db: db}
-	key, ok := w.key(from)
-	if !ok || strings.EqualFold(key.Database, SystemSchema) {
-		return nil
-	}
-	b, ok := exact[key]
+	sel, ok := plainTableSelect(tree, db, exact)
 	if !ok {
 		return nil
 	}
-	alias, _ := from["alias"].(string)
-	table, _ := from["table_name"].(string)
-	sh := &shapeCheck{alias: alias, table: table}
+	node, key, b := sel.node, sel.key, sel.exact
+	sh := &shapeCheck{alias: sel.alias, table: sel.table}
 	// Only columns: a function in the list could be an aggregate or a
 	// window, which reads every row.
 	list, _ := node["select_list"].([]any)

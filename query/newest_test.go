@@ -25,7 +25,6 @@ func TestNewestRows(t *testing.T) {
 	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE)`)
 	rng := rand.New(rand.NewPCG(5, 6))
 	seen := map[int64]bool{}
-	var edges []int64
 	total := 0
 	const segs = 6
 	for seg := range segs {
@@ -64,22 +63,8 @@ func TestNewestRows(t *testing.T) {
 		}
 	}
 	s.waitReleased(t, segs-2)
-	v := s.wb.View()
-	for _, seg := range v.Buffered {
-		for _, c := range v.Chunks(seg, "db", "cpu") {
-			edges = append(edges, c.MinTime, c.MaxTime)
-			c.Rec.Release()
-		}
-	}
-	for _, ps := range v.Persisted {
-		for _, f := range ps.Files {
-			edges = append(edges, f.MinTime, f.MaxTime)
-		}
-	}
-	v.Release()
-	lit := func(ns int64) string {
-		return "TIMESTAMP_NS '" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + "'"
-	}
+	edges := timeEdges(s, "db", "cpu")
+	lit := nsLiteral
 	var queries []string
 	for _, n := range []int{1, 7, 100, 1000, 4000, total - 1, total, total + 5} {
 		queries = append(queries,
@@ -129,4 +114,31 @@ func TestNewestRows(t *testing.T) {
 	if st.NewestChunks != before.NewestChunks || st.NewestFiles != before.NewestFiles {
 		t.Errorf("a shape that needs older rows was pruned: %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
 	}
+}
+
+// timeEdges are the least and greatest times of every chunk and persisted
+// file of db.table.
+func timeEdges(s *storeEnv, db, table string) []int64 {
+	var out []int64
+	v := s.wb.View()
+	defer v.Release()
+	for _, seg := range v.Buffered {
+		for _, c := range v.Chunks(seg, db, table) {
+			out = append(out, c.MinTime, c.MaxTime)
+			c.Rec.Release()
+		}
+	}
+	for _, ps := range v.Persisted {
+		for _, f := range ps.Files {
+			if f.Database == db && f.Table == table {
+				out = append(out, f.MinTime, f.MaxTime)
+			}
+		}
+	}
+	return out
+}
+
+// nsLiteral is a TIMESTAMP_NS literal of ns.
+func nsLiteral(ns int64) string {
+	return "TIMESTAMP_NS '" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + "'"
 }
