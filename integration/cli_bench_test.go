@@ -94,9 +94,17 @@ func BenchmarkCLI(b *testing.B) {
 		// The drop rolled the segment over; its persist (which skips the
 		// dropped rows and frees them) must not run beside the next
 		// round's measures.
-		waitUntil(b, "the segments closed by the drops to be persisted", func() bool {
-			return queryOne(b, s.Addr, `SELECT count(*) AS n FROM system.segments WHERE state <> 'open'`)["n"].(int64) == 0
-		})
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			r := queryOne(b, s.Addr, `SELECT count(*) AS n, string_agg(segment_id || state, ',') AS s FROM system.segments WHERE state = 'closed'`)
+			if r["n"].(int64) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("round %d: segments still closed 3 minutes after the drops: %v", round, r["s"])
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	rate := map[string]float64{}
 	for _, name := range names {

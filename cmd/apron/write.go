@@ -74,7 +74,7 @@ func newWriteCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	fs.StringVar(&f.timeFormat, "time-format", "", "how the time column is written: rfc3339, s, ms, us, ns (epoch) or a Go layout; default: RFC 3339, or an epoch whose unit its size tells")
 	fs.StringVar(&f.precision, "precision", "ns", "line protocol: the unit of the timestamps (ns, us, ms, s)")
 	fs.IntVar(&f.batchRows, "batch-rows", 65536, "rows per batch sent")
-	fs.IntVar(&f.parallel, "parallel", 2, "batches sent over this many DoPut streams at once")
+	fs.IntVar(&f.parallel, "parallel", 4, "batches sent over this many DoPut streams at once")
 	fs.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 5 s), bar, lines or none")
 	fs.DurationVar(&progressLineEvery, "progress-interval", progressLineEvery, "lines: how often a progress line is printed")
 	fs.MarkHidden("progress-interval")
