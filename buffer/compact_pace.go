@@ -51,10 +51,8 @@ type compactionPacer struct {
 	inPersister bool
 	last        time.Time
 	stopped     error
-	// slept is the time it held the compaction back, persisted the
-	// segments it persisted meanwhile.
-	slept     time.Duration
-	persisted int
+	slept       time.Duration // how long it held the compaction back
+	persisted   int           // segments it persisted meanwhile
 }
 
 func (b *WriteBuffer) newCompactionPacer(ctx context.Context, inPersister bool) *compactionPacer {

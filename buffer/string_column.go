@@ -28,7 +28,8 @@ type stringDict struct {
 	src   arrow.Array
 	remap []int32
 	// srcOffsets and srcData are a copy of src's strings (offsets from
-	// 0), kept when they are at most maxRemapCopy bytes: a writer's
+	// 0), kept when they are at most maxRemapCopy bytes (counted in
+	// size): a writer's
 	// batches each carry a dictionary of their own, most often with the
 	// same strings in the same order as the one before (the same hosts
 	// every second); remap then serves the next batch too, after a
@@ -76,7 +77,8 @@ func (d *stringDict) shrink() {
 
 func (d *stringDict) size() int64 {
 	// A map entry costs its key's bytes again plus about 48 bytes.
-	return int64(cap(d.offsets))*4 + int64(cap(d.data)) + int64(len(d.index))*48 + int64(len(d.data))
+	return int64(cap(d.offsets))*4 + int64(cap(d.data)) + int64(len(d.index))*48 + int64(len(d.data)) +
+		int64(cap(d.srcOffsets))*4 + int64(cap(d.srcData))
 }
 
 // stringColumn stores strings dictionary-encoded: each row holds an int32
@@ -217,7 +219,7 @@ func (d *stringDict) setSource(sv stringValues, src arrow.Array) {
 	}
 	d.remap = make([]int32, n)
 	d.srcOffsets, d.srcData = d.srcOffsets[:0], d.srcData[:0]
-	if offsetAt == nil || len(data) > maxRemapCopy {
+	if offsetAt == nil || len(data)+4*(n+1) > maxRemapCopy {
 		d.srcOffsets, d.srcData = nil, nil
 		return
 	}
