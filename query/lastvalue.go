@@ -422,7 +422,7 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 					return none, nil, false
 				}
 			case "STAR":
-				if m["columns"] != false || m["expr"] != nil {
+				if !rowwiseStar(m) {
 					return none, nil, false
 				}
 			default:
@@ -442,6 +442,13 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 		use.nonNull[i] = c
 	}
 	return buffer.TableKey{Database: t.Database, Table: t.Name}, use, true
+}
+
+// rowwiseStar says whether a STAR expression names only columns as they
+// are: not COLUMNS(…) and no REPLACE, whose expressions may be aggregates
+// or windows reading every row (* EXCLUDE and RENAME are fine).
+func rowwiseStar(m map[string]any) bool {
+	return m["columns"] == false && m["expr"] == nil && empty(m["replace_list"])
 }
 
 // shapeCheck checks the expressions of a statement over one table.

@@ -109,6 +109,8 @@ var (
 		"SELECT host, arg_min(usage, time) FROM db.cpu GROUP BY host",
 		"SELECT DISTINCT host FROM db.cpu",
 		"SELECT * FROM db.cpu WHERE host = 'h1'",
+		// A window in a REPLACE reads every row (a bypass, found and fixed).
+		"SELECT * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY time DESC LIMIT 1",
 	}
 )
 

@@ -61,7 +61,7 @@ func newestOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBoun
 				return nil
 			}
 		case "STAR":
-			if m["columns"] != false || m["expr"] != nil {
+			if !rowwiseStar(m) {
 				return nil
 			}
 		default:

@@ -98,6 +98,7 @@ func TestNewestRows(t *testing.T) {
 		"SELECT * FROM db.cpu WHERE host = 'h1' ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE usage > 50 ORDER BY time DESC LIMIT 10",
 		"SELECT time, count(*) OVER () FROM db.cpu ORDER BY time DESC LIMIT 10",
+		"SELECT * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT time, row_number() OVER (ORDER BY time) FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT max(time) FROM db.cpu ORDER BY 1 DESC LIMIT 1",
 		"SELECT DISTINCT host FROM db.cpu ORDER BY host DESC LIMIT 2",
