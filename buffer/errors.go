@@ -11,4 +11,8 @@ var (
 	// ErrWAL is wrapped by errors of the WAL under a write: the write is not
 	// acknowledged, and after a failed fsync no later write is either.
 	ErrWAL = errors.New("wal failure")
+	// errPartDropped ends the persist of a part whose table was dropped
+	// during it: the part is left out of the segment, which is not a
+	// failure.
+	errPartDropped = errors.New("buffer: table dropped during its persist")
 )

@@ -319,6 +319,9 @@ func (b *WriteBuffer) retry(ctx context.Context, what string, fn func() error) e
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, errPartDropped) {
+			return err // not a failure: nothing left to do
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -550,6 +553,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 		errOnce  sync.Once
 		firstErr error
 		failed   atomic.Bool
+		skipped  atomic.Bool // a part whose table was dropped during the persist
 		next     = make(chan int)
 	)
 	for range min(b.cfg.PersistConcurrency, len(tasks)) {
@@ -559,6 +563,10 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 					continue // the segment cannot commit in this attempt
 				}
 				f, err := b.persistFile(ctx, tasks[i])
+				if errors.Is(err, errPartDropped) {
+					skipped.Store(true)
+					continue // dropped meanwhile: no file, and no failure
+				}
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					failed.Store(true)
@@ -576,6 +584,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	if firstErr != nil {
 		return firstErr
 	}
+	files = slices.DeleteFunc(files, func(f persist.File) bool { return f.Path == "" }) // skipped
 	slices.SortFunc(files, func(x, y persist.File) int {
 		switch {
 		case x.Path < y.Path:
@@ -591,6 +600,15 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	// wait for (FinishPersist), and what it read since is not the segment.
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if skipped.Load() {
+		// The segment file leaves out rows of tables dropped since step 1:
+		// the catalog it names must be one where they are dropped, or a
+		// data dir started from the store would show those tables with
+		// rows missing.
+		if catVersion, err = b.persistCatalog(ctx, b.cat.Snapshot().Version()); err != nil {
+			return err
+		}
 	}
 	b.mu.Lock()
 	ps := persist.Segment{ID: seg.id, CatalogVersion: catVersion, FirstSequence: seg.firstSeq, LastSequence: seg.lastSeq, Files: files,
@@ -695,6 +713,20 @@ func (b *WriteBuffer) catalogFile(atLeast uint64) ([]byte, uint64, error) {
 // uploads it; each retried until done.
 func (b *WriteBuffer) persistFile(ctx context.Context, p persist.Part) (persist.File, error) {
 	name := p.Object()
+	// A table dropped while its segment persists (DROP TABLE, DROP SCHEMA,
+	// a replace) is not written on: its rows would be deleted as soon as
+	// the segment commits, and a large one would hold the segment, and so
+	// its memory, for as long as the encoding takes.
+	dropped := func() error {
+		if b.cat.Snapshot().Hidden(p.Database, p.Table, p.Segment) {
+			return fmt.Errorf("%w: %s.%s", errPartDropped, p.Database, p.Table)
+		}
+		return nil
+	}
+	if err := dropped(); err != nil {
+		return persist.File{}, err
+	}
+	p.Pace = dropped
 	var tmp *persist.TempFile
 	if err := b.retry(ctx, "writing "+name, func() (err error) {
 		// The encoding allocates and frees many short-lived buffers
@@ -709,6 +741,9 @@ func (b *WriteBuffer) persistFile(ctx context.Context, p persist.Part) (persist.
 	}
 	defer tmp.Remove()
 	if err := b.retry(ctx, "uploading "+name, func() error {
+		if err := dropped(); err != nil {
+			return err
+		}
 		return b.attempt(ctx, tmp.Size(), func(ctx context.Context) error {
 			return b.persist.store.UploadParquet(ctx, tmp)
 		})
