@@ -72,7 +72,7 @@ func (b *WriteBuffer) openStore() error {
 		return nil
 	}
 	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry,
-		CreateTemp: b.cfg.PersistCreateTemp})
+		CreateTemp: b.cfg.PersistCreateTemp, BoundEncoding: b.boundEncoding})
 	if err != nil {
 		return err
 	}

@@ -57,12 +57,14 @@ const (
 )
 
 // WriterProperties are the writer properties of every persisted file
-// (see doc.go): zstd, statistics, dictionary encoding, Parquet 2.6 (so
-// TIMESTAMP(NANOS)), no Arrow schema stored in the metadata, and nothing
-// time-dependent, so that the same rows give the same bytes. sorting is
-// what the file's row groups declare in sorting_columns.
-func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
-	props := parquet.NewWriterProperties(
+// (see doc.go): zstd, statistics, dictionary encoding (but for time and
+// plain), Parquet 2.6 (so TIMESTAMP(NANOS)), no Arrow schema stored in
+// the metadata, and nothing time-dependent, so that the same rows give
+// the same bytes. sorting is
+// what the file's row groups declare in sorting_columns; the columns named
+// in plain are written without a dictionary (parquet_dict.go).
+func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, plain ...string) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
+	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithStats(true),
@@ -73,8 +75,11 @@ func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn) (*p
 		parquet.WithMaxRowGroupLength(RowGroupRows),
 		parquet.WithVersion(parquet.V2_6),
 		parquet.WithSortingColumns(sorting),
-	)
-	return props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem))
+	}
+	for _, name := range plain {
+		opts = append(opts, parquet.WithDictionaryFor(name, false))
+	}
+	return parquet.NewWriterProperties(opts...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem))
 }
 
 // String columns of a file with at most maxDictValues distinct values of at
@@ -119,7 +124,11 @@ type partFile struct {
 // Every buffer it allocates from mem is freed when it returns; there are
 // many, short-lived (gathered batches, the writer's pages), so the buffer
 // passes an allocator that recycles them (buffer.Recycler).
-func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator, maxGroupRows int64, pace Pacer) (partFile, error) {
+//
+// Its CPU-bound steps (the sort, each batch's gathering and encoding, the
+// last flush) each hold one of slots (encode_slots.go); nil bounds none.
+func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator, maxGroupRows int64, pace Pacer,
+	slots *encodeSlots) (partFile, error) {
 	out := parquetSchema(tbl.ArrowSchema())
 	if out.NumFields() == 0 || out.Field(0).Name != catalog.TimeColumn {
 		return partFile{}, fmt.Errorf("persist: schema %s does not start with %q", out, catalog.TimeColumn)
@@ -130,14 +139,15 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 	}
 	defer src.release()
 	out = src.out
-	perm := src.sortedPermutation()
+	var perm permutation
+	slots.do(func() error { perm = src.sortedPermutation(); return nil })
 
 	var sorting []parquet.SortingColumn
 	for _, k := range src.keys {
 		sorting = append(sorting, parquet.SortingColumn{ColumnIdx: int32(k), NullsFirst: false})
 	}
 	sorting = append(sorting, parquet.SortingColumn{ColumnIdx: 0})
-	props, arrProps := WriterProperties(mem, sorting)
+	props, arrProps := WriterProperties(mem, sorting, plainColumns(out, src.cols)...)
 	fw, err := pqarrow.NewFileWriter(out, w, props, arrProps)
 	if err != nil {
 		return partFile{}, fmt.Errorf("persist: parquet writer: %w", err)
@@ -161,7 +171,11 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		defer close(ahead)
 		buf := make([]uint64, 0, parquetBatchRows)
 		for start := 0; start < perm.len(); start += parquetBatchRows {
-			rec, err := src.gather(perm.expand(start, min(start+parquetBatchRows, perm.len()), buf), mem)
+			var rec arrow.RecordBatch
+			err := slots.do(func() (err error) {
+				rec, err = src.gather(perm.expand(start, min(start+parquetBatchRows, perm.len()), buf), mem)
+				return err
+			})
 			select {
 			case ahead <- gathered{rec, err}:
 			case <-stop:
@@ -192,23 +206,26 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 			fw.Close()
 			return partFile{}, err
 		}
-		size := RecordBytes(rec)
-		if groupRows > 0 && (groupRows+rec.NumRows() > maxGroupRows || groupBytes+size > RowGroupBytes) {
-			if err := fw.NewBufferedRowGroupChecked(); err != nil {
-				rec.Release()
-				fw.Close()
-				return partFile{}, fmt.Errorf("persist: parquet row group: %w", err)
+		err = slots.do(func() error {
+			defer rec.Release()
+			size := RecordBytes(rec)
+			if groupRows > 0 && (groupRows+rec.NumRows() > maxGroupRows || groupBytes+size > RowGroupBytes) {
+				if err := fw.NewBufferedRowGroupChecked(); err != nil {
+					return fmt.Errorf("persist: parquet row group: %w", err)
+				}
+				groupRows, groupBytes = 0, 0
 			}
-			groupRows, groupBytes = 0, 0
-		}
-		err = fw.WriteBuffered(rec)
-		groupRows += rec.NumRows()
-		groupBytes += size
-		res.Rows += rec.NumRows()
-		rec.Release()
+			if err := fw.WriteBuffered(rec); err != nil {
+				return fmt.Errorf("persist: writing parquet: %w", err)
+			}
+			groupRows += rec.NumRows()
+			groupBytes += size
+			res.Rows += rec.NumRows()
+			return nil
+		})
 		if err != nil {
 			fw.Close()
-			return partFile{}, fmt.Errorf("persist: writing parquet: %w", err)
+			return partFile{}, err
 		}
 		if pace != nil {
 			if err := pace(); err != nil {
@@ -217,7 +234,7 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 			}
 		}
 	}
-	if err := fw.Close(); err != nil {
+	if err := slots.do(fw.Close); err != nil {
 		return partFile{}, fmt.Errorf("persist: closing parquet writer: %w", err)
 	}
 	if res.Rows == 0 {

@@ -27,7 +27,7 @@ func TestParquetDuckDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writePartition(struct{ io.Writer }{f}, cpuTable(false), chunks, mem, RowGroupRows, nil); err != nil {
+	if _, err := writePartition(struct{ io.Writer }{f}, cpuTable(false), chunks, mem, RowGroupRows, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

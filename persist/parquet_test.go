@@ -28,14 +28,14 @@ func TestParquetFile(t *testing.T) {
 	if len(chunks) < 5 {
 		t.Fatalf("%d chunks: the test wants several", len(chunks))
 	}
-	pf, err := writePartition(&first, tbl, chunks, mem, RowGroupRows, nil)
+	pf, err := writePartition(&first, tbl, chunks, mem, RowGroupRows, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pf.Rows != 1000 || pf.MinTime != rows[0].Time || pf.MaxTime != rows[999].Time {
 		t.Fatalf("file stats %+v", pf)
 	}
-	if _, err := writePartition(&second, tbl, chunks, mem, RowGroupRows, nil); err != nil {
+	if _, err := writePartition(&second, tbl, chunks, mem, RowGroupRows, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {

@@ -29,6 +29,8 @@ type Store struct {
 	tmpDir string
 	// createTempFn is Config.CreateTemp.
 	createTempFn func(dir, pattern string) (TempHandle, error)
+	// slots bounds the goroutines encoding Parquet (encode_slots.go).
+	slots *encodeSlots
 	// writerID names this data dir in the segment files it persists, so
 	// that startup can tell its own segments from another server's.
 	writerID string
@@ -58,6 +60,13 @@ type Config struct {
 	// compacting (in <data-dir>/persist) instead of os.CreateTemp: tests
 	// inject I/O errors with it.
 	CreateTemp func(dir, pattern string) (TempHandle, error)
+	// EncodeSlots is how many goroutines encode Parquet at once across
+	// every persist and compaction while BoundEncoding says so
+	// (encode_slots.go); 0 means one fewer than the cores, at least one.
+	EncodeSlots int
+	// BoundEncoding says whether the encoding is bound to EncodeSlots
+	// now; nil: always.
+	BoundEncoding func() bool
 }
 
 // TempHandle is an open temporary file, as *os.File is one.
@@ -88,7 +97,8 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Retry == nil {
 		cfg.Retry = func(_ context.Context, _ string, fn func() error) error { return fn() }
 	}
-	s := &Store{objects: cfg.Objects, log: cfg.Logger, retry: cfg.Retry, createTempFn: cfg.CreateTemp}
+	s := &Store{objects: cfg.Objects, log: cfg.Logger, retry: cfg.Retry, createTempFn: cfg.CreateTemp,
+		slots: newEncodeSlots(cfg.EncodeSlots, cfg.BoundEncoding)}
 	id, err := writerID(cfg.DataDir)
 	if err != nil {
 		return nil, err

@@ -115,7 +115,7 @@ func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ 
 	if groupRows <= 0 {
 		groupRows = SegmentRowGroupRows
 	}
-	pf, err := writePartition(bw, p.Schema, p.Chunks, mem, groupRows, p.Pace)
+	pf, err := writePartition(bw, p.Schema, p.Chunks, mem, groupRows, p.Pace, s.slots)
 	if err != nil {
 		return nil, err
 	}

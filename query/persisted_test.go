@@ -189,6 +189,8 @@ func TestPersistWhileQuerying(t *testing.T) {
 	var wg sync.WaitGroup
 	var queries, directs atomic.Int64
 	done := make(chan struct{})
+	stop := sync.OnceFunc(func() { close(done) })
+	defer stop() // a failed wait below does not leave the queries running
 	// A direct scan (streamed from the View, not by DuckDB) sees each row
 	// once too.
 	wg.Go(func() {
@@ -226,10 +228,18 @@ func TestPersistWhileQuerying(t *testing.T) {
 			}
 		})
 	}
+	// Both kinds run before the persists begin and go on until the
+	// segments are released and a few more ran: the counts do not depend
+	// on how fast the persists are.
+	ran := func(q, d int64) func() bool {
+		return func() bool { return queries.Load() >= q && directs.Load() >= d }
+	}
+	waitFor(t, "the first queries", ran(1, 1))
 	s.clock.advance(time.Hour) // the last segment rolls over on the next tick
 	s.waitReleased(t, segs)
-	time.Sleep(50 * time.Millisecond)
-	close(done)
+	q, d := queries.Load(), directs.Load()
+	waitFor(t, "queries after the release", ran(max(q+1, 5), max(d+1, 2)))
+	stop()
 	wg.Wait()
 	if queries.Load() < 5 || directs.Load() < 2 {
 		t.Errorf("only %d queries and %d direct scans ran", queries.Load(), directs.Load())
@@ -469,4 +479,16 @@ func countStates(e *Engine) int {
 	n := 0
 	e.qstate.Range(func(_, _ any) bool { n++; return true })
 	return n
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
