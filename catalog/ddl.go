@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apron-db/apron/wal"
 )
 
 // DDL (CREATE and DROP of tables and databases) changes the catalog
@@ -273,7 +274,7 @@ func (c *Catalog) saveAndPublish(path string, next *Snapshot) error {
 	}
 	c.save.Lock()
 	defer c.save.Unlock()
-	if err := writeFileAtomic(c.fsys(), path, data); err != nil {
+	if err := wal.WriteFileAtomic(c.fsys(), path, data); err != nil {
 		// Whether the new file replaced the old is unknown: the next Save
 		// must write again.
 		c.save.valid = false

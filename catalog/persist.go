@@ -54,7 +54,7 @@ func (c *Catalog) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("catalog: save %s: %w", path, err)
 	}
-	if err := writeFileAtomic(c.fsys(), path, data); err != nil {
+	if err := wal.WriteFileAtomic(c.fsys(), path, data); err != nil {
 		return fmt.Errorf("catalog: save %s: %w", path, err)
 	}
 	c.save.path, c.save.version, c.save.valid = path, s.version, true

@@ -1,20 +1,20 @@
-package catalog
+package wal
 
 import (
 	"fmt"
 	"path/filepath"
-
-	"github.com/apron-db/apron/wal"
 )
 
-// writeFileAtomic replaces path with data so that a crash leaves either the
-// old file or the new one, never a mix: write a temp file in the same
-// directory (rename is only atomic within a file system), fsync it, rename
-// it over path, then fsync the directory so the rename itself is durable.
-// The temp file is removed on any failure. The file system is the WAL's
-// (wal.FS), so that the power-loss model of package waltest covers the
-// catalog's writes too.
-func writeFileAtomic(fsys wal.FS, path string, data []byte) (err error) {
+// WriteFileAtomic replaces path with data on fsys so that a crash leaves
+// either the old file or the new one, never a mix: write a temp file in
+// the same directory (rename is only atomic within a file system), fsync
+// it, rename it over path, then fsync the directory so the rename itself
+// is durable. The temp file is removed on any failure. The small files
+// that must survive a power loss beside the WAL (the catalog, the
+// persisted side's journal of unlisted objects) are written with it, on
+// the WAL's FS, so that the power-loss model of package waltest covers
+// them too.
+func WriteFileAtomic(fsys FS, path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
 	// A temp file left by a crash is garbage: the rename never happened.
