@@ -9,6 +9,7 @@ import (
 
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/objstore/objstoretest"
+	"github.com/apron-db/apron/wal"
 )
 
 // writeSegments writes n segments of rows of cpu (and mem) over two days,
@@ -165,6 +166,7 @@ func compactionCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k
 	defer inner.Close()
 	faulty := objstoretest.NewFaulty(inner)
 	cfg := compactionConfig(t, mem, faulty)
+	cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
 	b := openBuffer(t, cfg)
 	want := writeSegments(t, b, 3)
 	faulty.CrashAfter(k)
@@ -202,6 +204,7 @@ func compactionCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k
 	}
 	for restart := range 2 {
 		cfg.Store = inner
+		cfg.WALFS = nil
 		b = openBuffer(t, cfg)
 		for table, w := range want {
 			got := liveRows(t, b, table)

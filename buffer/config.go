@@ -91,6 +91,10 @@ type Config struct {
 	// StartupStoreTimeout bounds how long Open retries the object store
 	// (listing catalogs, segment files and orphans) before failing.
 	StartupStoreTimeout time.Duration
+	// FullOrphanScan makes startup list every object under dbs/ to find
+	// the unlisted Parquet files to delete, besides those the data dir's
+	// journal names (persist.Config.FullOrphanScan).
+	FullOrphanScan bool
 
 	// ReplayProgress, when set, is updated while Open replays the WAL, so
 	// that another goroutine can report how far it has come.

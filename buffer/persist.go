@@ -72,7 +72,7 @@ func (b *WriteBuffer) openStore() error {
 		return nil
 	}
 	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry,
-		CreateTemp: b.cfg.PersistCreateTemp, BoundEncoding: b.boundEncoding})
+		CreateTemp: b.cfg.PersistCreateTemp, BoundEncoding: b.boundEncoding, FS: b.cfg.WALFS, FullOrphanScan: b.cfg.FullOrphanScan})
 	if err != nil {
 		return err
 	}
@@ -547,6 +547,20 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 				Chunks: persistChunks(chunks)})
 		}
 	}
+	// Every file this persist may leave in the store goes in the journal
+	// of unlisted objects first (persist/unlisted.go), with those an
+	// interrupted persist of the segment left (kept).
+	journaled := slices.Clone(b.persist.kept[seg.id])
+	for _, t := range tasks {
+		journaled = append(journaled, t.Object())
+	}
+	slices.Sort(journaled)
+	journaled = slices.Compact(journaled)
+	if err := b.retry(ctx, "noting the files of segment "+fmt.Sprint(seg.id)+" in the journal of unlisted objects", func() error {
+		return b.persist.store.NoteUnlisted(journaled...)
+	}); err != nil {
+		return err
+	}
 	files := make([]persist.File, len(tasks))
 	var (
 		wg       sync.WaitGroup
@@ -646,7 +660,7 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	}); err != nil {
 		return err
 	}
-	b.dropKeptFiles(ctx, seg.id, files)
+	b.settleFiles(ctx, seg.id, journaled, files)
 	b.notePersistOK()
 	var size int64
 	for _, f := range files {
@@ -866,24 +880,28 @@ func (s *Segment) noteSequence(seq uint64) {
 	s.lastSeq = seq
 }
 
-// dropKeptFiles deletes the files an interrupted persist of segment id had
-// uploaded that its retry did not write (their rows dropped or expired
-// since): no listing names them, so no reader can have them. A failure is
-// logged; the next startup deletes them as orphans.
-func (b *WriteBuffer) dropKeptFiles(ctx context.Context, id uint64, written []persist.File) {
-	kept := b.persist.kept[id]
-	if len(kept) == 0 {
-		return
-	}
+// settleFiles ends the journal entries of segment id's persist, once its
+// segment file is stored: the files written are listed now, and those
+// journaled but not written (an interrupted persist's whose rows were
+// dropped or expired since, or a part whose table was dropped while the
+// segment persisted, whose upload may have landed) are deleted. A failure
+// is logged; their names stay in the journal, and the next startup
+// deletes them.
+func (b *WriteBuffer) settleFiles(ctx context.Context, id uint64, journaled []string, written []persist.File) {
 	delete(b.persist.kept, id)
-	for _, name := range kept {
-		if slices.ContainsFunc(written, func(f persist.File) bool { return f.Path == name }) {
+	names := make([]string, len(written))
+	for i, f := range written {
+		names[i] = f.Path
+	}
+	b.persist.store.SettleUnlisted(names...)
+	for _, name := range journaled {
+		if slices.Contains(names, name) {
 			continue
 		}
 		if err := b.persist.store.DeleteFile(ctx, name); err != nil {
-			b.log.Warn("deleting a file an interrupted persist left failed; the next start deletes it", "object", name, "err", err)
+			b.log.Warn("deleting a file of a persist that its segment file does not list failed; the next start deletes it", "object", name, "err", err)
 			continue
 		}
-		b.log.Info("deleted a file an interrupted persist left, which its retry did not write", "object", name)
+		b.log.Debug("deleted a file of a persist that its segment file does not list", "segment", id, "object", name)
 	}
 }

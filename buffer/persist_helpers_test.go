@@ -260,6 +260,18 @@ type crashFS struct {
 	f *objstoretest.Faulty
 }
 
+// Create gates the writes of the journal of unlisted objects
+// (persist/unlisted.go) like a store operation: once the store has
+// "crashed", the process is dead, and it writes no journal either.
+func (c crashFS) Create(name string) (wal.File, error) {
+	if base := filepath.Base(name); strings.HasPrefix(base, ".unlisted-objects") {
+		if err := c.f.Gate("journal", base); err != nil {
+			return nil, err
+		}
+	}
+	return c.FS.Create(name)
+}
+
 func (c crashFS) Remove(name string) error {
 	if err := c.f.Gate("remove", filepath.Base(name)); err != nil {
 		return err

@@ -530,3 +530,62 @@ func TestPersistResumesFinishedFiles(t *testing.T) {
 	}
 	t.Fatal("no crash found after a Parquet upload")
 }
+
+// TestPersistCrashThenDrop crashes a persist after k store operations,
+// then drops one of its tables before the restart: the retry from the WAL
+// does not write the dropped table's files, so those the crashed attempt
+// uploaded are found through the journal of unlisted objects
+// (persist/unlisted.go) and deleted, without a listing of the store. k =
+// 0, 1, … until a persist runs through.
+func TestPersistCrashThenDrop(t *testing.T) {
+	for k := 0; ; k++ {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		inner := objstore.NewMemory()
+		faulty := objstoretest.NewFaulty(inner)
+		cfg := persistConfig(t, mem, faulty)
+		cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
+		cfg.PersistConcurrency = 1
+		b := openBuffer(t, cfg)
+		want := writeMixed(t, b, t0.UnixNano(), 300)
+		faulty.CrashAfter(k)
+		id := roll(t, b)
+		waitFor(t, "a crash or the persist", func() bool { return faulty.Crashed() || isPersisted(b, id) })
+		crashed := faulty.Crashed()
+		if _, err := b.DropTable("db", "cpu", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil && !strings.Contains(err.Error(), "crash") {
+			t.Fatal(err)
+		}
+		landed := len(objectsOf(t, inner, "cpu"))
+		cfg.Store = inner
+		cfg.WALFS = nil
+		b = openBuffer(t, cfg)
+		assertRows(t, viewRows(t, b, "mem"), want["mem"])
+		if got := viewRows(t, b, "cpu"); len(got) != 0 {
+			t.Fatalf("k=%d: %d rows of the dropped table", k, len(got))
+		}
+		waitAllPersisted(t, b)
+		waitFor(t, "the sweep after the restart", func() bool { return swept(b) })
+		// The persist settles its journal entries (deleting what it did
+		// not write) after its WAL file goes.
+		waitFor(t, "the journal of unlisted objects emptied", func() bool { return len(b.persist.store.Unlisted()) == 0 })
+		checkStoreConsistent(t, b, inner)
+		if objs := objectsOf(t, inner, "cpu"); len(objs) != 0 {
+			t.Fatalf("k=%d: files of the dropped table left (%d had landed before the crash): %v", k, landed, objs)
+		}
+
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		inner.Close()
+		mem.AssertSize(t, 0)
+		if !crashed {
+			if k < 4 {
+				t.Fatalf("no crash at k=%d: fewer steps than expected", k)
+			}
+			return
+		}
+		t.Logf("k=%d: crashed after %v; %d files of the dropped table had landed", k, faulty.Log(), landed)
+	}
+}

@@ -25,7 +25,9 @@ import (
 // generation, which grows each time files leave it. A crash at any point
 // leaves files that the segment files list (and that startup removes
 // from the Index again, by the same rules) or that none lists (orphans,
-// deleted at startup): never a listed file that is gone.
+// deleted at startup, which finds them in the journal of unlisted objects
+// the sweep puts them in before any rewrite): never a listed file that is
+// gone.
 
 // sweepState is guarded by WriteBuffer.mu.
 type sweepState struct {
@@ -185,7 +187,21 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 	for _, d := range b.mu.sweep.dirty {
 		rewrites = append(rewrites, rewrite{d.seg, d.mark})
 	}
+	// The files the rewrites unlist go in the journal of unlisted objects
+	// first (persist/unlisted.go): a crash after a rewrite leaves them
+	// for startup to delete.
+	doomed := make([]string, len(b.mu.sweep.doomed))
+	for i, d := range b.mu.sweep.doomed {
+		doomed[i] = d.file.Path
+	}
 	b.mu.Unlock()
+	if len(rewrites) > 0 {
+		if err := b.retry(ctx, "noting the files to delete in the journal of unlisted objects", func() error {
+			return b.persist.store.NoteUnlisted(doomed...)
+		}); err != nil {
+			return err
+		}
+	}
 	slices.SortFunc(rewrites, func(x, y rewrite) int { return strings.Compare(x.seg.Listing(), y.seg.Listing()) })
 	for _, r := range rewrites {
 		err := b.retry(ctx, "rewriting "+r.seg.Listing(), func() error {

@@ -12,6 +12,7 @@ import (
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/objstore/objstoretest"
 	"github.com/apron-db/apron/persist"
+	"github.com/apron-db/apron/wal"
 )
 
 // liveRows reads db.table through a View as queries do: dropped rows and
@@ -177,6 +178,7 @@ func sweepCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k int)
 	faulty := objstoretest.NewFaulty(inner)
 	cfg := persistConfig(t, mem, faulty)
 	cfg.ReleasePersisted = true
+	cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
 	b := openBuffer(t, cfg)
 	want := writeMixed(t, b, t0.UnixNano(), 300)
 	roll(t, b)
@@ -192,6 +194,7 @@ func sweepCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k int)
 	}
 	for restart := range 2 {
 		cfg.Store = inner
+		cfg.WALFS = nil
 		b = openBuffer(t, cfg)
 		if _, ok := b.Catalog().Table("db", "cpu"); ok {
 			t.Fatalf("k=%d restart %d: the dropped table is back", k, restart)

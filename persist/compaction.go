@@ -196,10 +196,17 @@ func ApplyCompactions(segs []Segment, comps []Compaction) (out []Segment, stale 
 }
 
 // PutCompactionFile stores the compaction file of c: the commit point of
-// the compaction. An existing one with other content is an error.
+// the compaction. An existing one with other content is an error. The
+// files it replaces go in the journal of unlisted objects first (from
+// the commit on, no listing names them: the sweep deletes them, or
+// startup if the process dies first), and its merged files leave it
+// after.
 func (s *Store) PutCompactionFile(ctx context.Context, c Compaction) error {
 	data, err := EncodeCompactionFile(c)
 	if err != nil {
+		return err
+	}
+	if err := s.NoteUnlisted(c.Replaces...); err != nil {
 		return err
 	}
 	crc := objstore.CRC32C(data)
@@ -207,6 +214,11 @@ func (s *Store) PutCompactionFile(ctx context.Context, c Compaction) error {
 		return err
 	}
 	s.nextGen = max(s.nextGen, c.Generation+1)
+	merged := make([]string, len(c.Files))
+	for i, f := range c.Files {
+		merged[i] = f.Path
+	}
+	s.SettleUnlisted(merged...)
 	return nil
 }
 

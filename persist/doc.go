@@ -86,12 +86,16 @@
 //  1. the catalog, if its version is newer than the newest in the store
 //     (Store.PutCatalog);
 //  2. every table and day of the segment as Parquet, PersistConcurrency
-//     files at once: written to <data-dir>/persist/ (the CRC32C computed on
-//     the way; Store.WriteTemp), then uploaded with that CRC32C
+//     files at once: their names put in the journal of unlisted objects
+//     (unlisted.go; Store.NoteUnlisted), then each written to
+//     <data-dir>/persist/ (the CRC32C computed on the way;
+//     Store.WriteTemp) and uploaded with that CRC32C
 //     (Store.UploadParquet);
 //  3. the segment file (Store.PutSegmentFile);
 //  4. then, and only then, the buffer deletes the segment's WAL file and
-//     fsyncs the WAL directory.
+//     fsyncs the WAL directory; the files the segment file lists leave the
+//     journal (Store.SettleUnlisted), and those it journaled but does not
+//     list (a table dropped meanwhile) are deleted.
 //
 // Every upload uses PutOptions.MustNotExist. On ErrExists the object's size
 // and CRC32C are compared with ours: equal means an earlier attempt landed
@@ -118,12 +122,13 @@
 // deletes the WAL files of persisted segments (a crash between steps 3 and
 // 4), but refuses to delete one whose segment another data dir persisted
 // (its writer_id is not ours: two servers share the store); the
-// compaction files are applied (compaction.go); Parquet objects that no
-// listing names are deleted (Store.RemoveOrphans), but for those of
-// segments still in the WAL (a crash before step 3), which the retry of
-// their persist finds in place and counts done, and none at all when a
-// segment file of another writer_id shows two servers sharing the store
-// (one may be the other's upload in flight). The segment and compaction
+// compaction files are applied (compaction.go); the Parquet objects the
+// journal of unlisted objects names and no listing names are deleted
+// (Store.RemoveOrphans: no listing of dbs/, unless FullOrphanScan), but
+// for those of segments still in the WAL (a crash before step 3), which
+// the retry of their persist finds in place and counts done, and none at
+// all when a segment file of another writer_id shows two servers sharing
+// the store (one may be the other's upload in flight). The segment and compaction
 // files are read 32 at a time. Then the remaining WAL files are replayed: their
 // segments are persisted again. Persisted segments are not loaded into
 // memory, and new segment ids are above theirs.

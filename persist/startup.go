@@ -158,22 +158,28 @@ func (s *Store) readListings(ctx context.Context, prefix, what string, decode fu
 	return nil
 }
 
-// RemoveOrphans deletes the Parquet files that no segment of segs lists:
-// the uploads of a persist that crashed before its segment file, the
-// merged file of a compaction that crashed before its compaction file,
-// the files a sweep had unlisted but not yet deleted. Nothing reads them
-// (readers find files through listings only). The files of the segments
-// in pending (still in the WAL, to be persisted again) are kept: the
-// retry finds each one it would write with the same size and CRC32C and
-// counts it done (putImmutable), instead of writing it again; they are
-// returned by segment, so that the caller deletes those the retry does
-// not write (their rows dropped or expired since).
+// RemoveOrphans deletes the Parquet files that no segment of segs lists
+// and that the journal of unlisted objects names (unlisted.go): the
+// uploads of a persist that crashed before its segment file, the merged
+// file of a compaction that crashed before its compaction file, the
+// files a committed compaction replaced and a sweep unlisted but had not
+// yet deleted. Nothing reads them (readers find files through listings
+// only). It lists nothing under dbs/ (one request per 1,000 objects:
+// months of files on GCS), unless Config.FullOrphanScan, which also
+// deletes every unlisted Parquet file there.
+//
+// The files of the segments in pending (still in the WAL, to be
+// persisted again) are kept, and stay in the journal: the retry finds
+// each one it would write with the same size and CRC32C and counts it
+// done (putImmutable), instead of writing it again; they are returned by
+// segment, so that the caller deletes those the retry does not write
+// (their rows dropped or expired since).
 //
 // When a segment file was written by another data dir (its writer_id is
 // not ours: two servers share the store location, which Apron does not
-// support), nothing is deleted: an object no listing names may be the
-// other server's upload in flight, whose segment file is still to come.
-// It is logged, with what to do.
+// support), nothing is deleted: a name of ours may be the other server's
+// upload in flight, whose segment file is still to come. It is logged,
+// with what to do.
 func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) (kept map[uint64][]string, err error) {
 	store := s.objects
 	listed := map[string]bool{}
@@ -191,26 +197,50 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 			"this_writer_id", s.writerID, "other_writer_ids", others)
 		return map[uint64][]string{}, nil
 	}
-	var objs []objstore.ObjectInfo
-	if err := s.retry(ctx, "listing Parquet files", func() (err error) {
-		objs, err = store.List(ctx, DBsPrefix)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	kept = map[uint64][]string{}
-	for _, o := range objs {
-		if listed[o.Name] {
-			continue
-		}
-		if seg, ok := segmentOfFile(o.Name); ok && pending[seg] {
-			kept[seg] = append(kept[seg], o.Name)
-			continue
-		}
-		if err := s.retry(ctx, "deleting orphan "+o.Name, func() error { return store.Delete(ctx, o.Name) }); err != nil {
+	candidates := s.unlisted.list()
+	if s.fullOrphanScan {
+		var objs []objstore.ObjectInfo
+		if err := s.retry(ctx, "listing Parquet files", func() (err error) {
+			objs, err = store.List(ctx, DBsPrefix)
+			return err
+		}); err != nil {
 			return nil, err
 		}
-		s.log.Info("removed a Parquet file that no segment file lists (left by an interrupted persist)", "object", o.Name, "size", o.Size)
+		for _, o := range objs {
+			if ValidateFilePath(o.Name) == nil {
+				candidates = append(candidates, o.Name)
+			}
+		}
+		slices.Sort(candidates)
+		candidates = slices.Compact(candidates)
+		s.log.Info("full orphan scan: listed every object under "+DBsPrefix, "objects", len(objs))
+	} else if !s.unlisted.found && len(segs) > 0 {
+		s.log.Info("this data dir has no journal of unlisted objects yet (made by a version before it, or new over an existing store): Parquet files an earlier crash left unlisted, if any, stay in the store; start once with --full-orphan-scan to delete them")
+	}
+	kept = map[uint64][]string{}
+	var settled []string
+	removed := 0
+	for _, name := range candidates {
+		if listed[name] {
+			settled = append(settled, name)
+			continue
+		}
+		if seg, ok := segmentOfFile(name); ok && pending[seg] {
+			kept[seg] = append(kept[seg], name)
+			continue
+		}
+		if err := s.retry(ctx, "deleting orphan "+name, func() error { return store.Delete(ctx, name) }); err != nil {
+			return nil, err
+		}
+		settled = append(settled, name)
+		removed++
+		s.log.Debug("removed a Parquet file that no listing names", "object", name)
+	}
+	if removed > 0 {
+		s.log.Info("removed Parquet files that no listing names (left by an interrupted persist, compaction or deletion)", "files", removed)
+	}
+	if err := s.unlisted.remove(settled...); err != nil {
+		return nil, err
 	}
 	return kept, nil
 }

@@ -110,6 +110,9 @@ func TestRemoveOrphansOtherWriter(t *testing.T) {
 	defer objects.Close()
 	s := openStore(t, objects, t.TempDir())
 	unlisted := ParquetObject("db", "cpu", 1, 9)
+	if err := s.NoteUnlisted(unlisted); err != nil {
+		t.Fatal(err)
+	}
 	if err := objects.Put(ctx, unlisted, strings.NewReader("x"), 1, objstore.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/wal"
 )
 
 // Store is one data dir's persisted side in an object store: it names
@@ -41,6 +42,11 @@ type Store struct {
 	// nextGen is the generation of the next compaction (compaction.go);
 	// the persister's.
 	nextGen uint64
+	// unlisted is the journal of the objects that may be in the store
+	// unlisted (unlisted.go).
+	unlisted *unlistedJournal
+	// fullOrphanScan is Config.FullOrphanScan.
+	fullOrphanScan bool
 }
 
 // Config configures a Store.
@@ -67,6 +73,15 @@ type Config struct {
 	// BoundEncoding says whether the encoding is bound to EncodeSlots
 	// now; nil: always.
 	BoundEncoding func() bool
+	// FS is the file system of the journal of unlisted objects in DataDir
+	// (unlisted.go): the WAL's, so that its power-loss tests cover it;
+	// nil is the OS's.
+	FS wal.FS
+	// FullOrphanScan makes RemoveOrphans also list every object under
+	// dbs/ and delete the Parquet files no listing names, as it did
+	// before the journal: for a data dir of an older version, or one
+	// whose journal was lost. It takes a request per 1,000 objects.
+	FullOrphanScan bool
 }
 
 // TempHandle is an open temporary file, as *os.File is one.
@@ -88,7 +103,7 @@ func (s *Store) createTemp(pattern string) (TempHandle, error) {
 }
 
 // Open returns the Store of cfg.DataDir: it reads the data dir's writer id
-// (making it at the first use) and empties <data-dir>/persist of the
+// (making it at the first use) and its journal of unlisted objects, and empties <data-dir>/persist of the
 // temporary files of an earlier run. It does not read the store.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
@@ -97,13 +112,19 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Retry == nil {
 		cfg.Retry = func(_ context.Context, _ string, fn func() error) error { return fn() }
 	}
+	if cfg.FS == nil {
+		cfg.FS = wal.OSFS()
+	}
 	s := &Store{objects: cfg.Objects, log: cfg.Logger, retry: cfg.Retry, createTempFn: cfg.CreateTemp,
-		slots: newEncodeSlots(cfg.EncodeSlots, cfg.BoundEncoding)}
+		slots: newEncodeSlots(cfg.EncodeSlots, cfg.BoundEncoding), fullOrphanScan: cfg.FullOrphanScan}
 	id, err := writerID(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
 	s.writerID = id
+	if s.unlisted, err = openUnlisted(cfg.FS, cfg.DataDir); err != nil {
+		return nil, err
+	}
 	s.tmpDir = filepath.Join(cfg.DataDir, "persist")
 	if err := os.RemoveAll(s.tmpDir); err != nil {
 		return nil, fmt.Errorf("persist: clearing %s: %w", s.tmpDir, err)

@@ -11,6 +11,9 @@ import (
 // Deleting persisted files (of dropped tables, of expired rows) takes two
 // steps, in this order:
 //
+//  0. NoteUnlisted: the files to delete go in the journal of unlisted
+//     objects (unlisted.go), so that a crash after step 1 leaves
+//     orphans that startup knows of.
 //  1. RewriteSegmentFile: the segment file of each segment that loses
 //     files is replaced (one atomic object write) by one that lists only
 //     the files it keeps. From then on no reader, and no later startup,
@@ -40,12 +43,17 @@ func (s *Store) RewriteSegmentFile(ctx context.Context, seg Segment) error {
 }
 
 // DeleteFile deletes a Parquet file that no segment file lists any more;
-// one already gone is no error.
+// one already gone is no error. Once deleted, it leaves the journal of
+// unlisted objects.
 func (s *Store) DeleteFile(ctx context.Context, path string) error {
 	if err := ValidateFilePath(path); err != nil {
 		return err
 	}
-	return s.objects.Delete(ctx, path)
+	if err := s.objects.Delete(ctx, path); err != nil {
+		return err
+	}
+	s.SettleUnlisted(path)
+	return nil
 }
 
 // ValidateFilePath checks that path names a Parquet file of the layout

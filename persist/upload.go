@@ -127,9 +127,14 @@ func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ 
 }
 
 // UploadParquet uploads t under its name (putImmutable: a different object
-// there is an orphan of an earlier attempt, and is replaced).
+// there is an orphan of an earlier attempt, and is replaced), once the
+// name is in the journal of unlisted objects (unlisted.go): until the
+// listing that names it is stored, it is an orphan if the process dies.
 func (s *Store) UploadParquet(ctx context.Context, t *TempFile) error {
 	size, crc := t.file.Size, t.file.CRC32C
+	if err := s.NoteUnlisted(t.file.Path); err != nil {
+		return err
+	}
 	return s.putImmutable(ctx, t.file.Path, func() io.Reader { return io.NewSectionReader(t.f, 0, size) }, size, crc, true)
 }
 

@@ -77,6 +77,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	f.cacheSize = byteSize(f.queryCfg.CacheSize)
 	fs.Var(&f.cacheSize, "cache-size", "most bytes of Parquet files kept in --cache-dir, least recently used out first, e.g. 10GiB")
 	fs.IntVar(&f.cfg.PersistConcurrency, "persist-concurrency", f.cfg.PersistConcurrency, "Parquet files of a closed segment written and uploaded at once")
+	fs.BoolVar(&f.cfg.FullOrphanScan, "full-orphan-scan", false, "at startup, list every object under dbs/ in the object store and delete the Parquet files no listing names; without it, startup deletes those the data dir's journal names (what this data dir's crashes can leave) and lists nothing: use it once for a data dir of an older version, or one whose files were lost")
 	fs.DurationVar(&f.cfg.PersistAttemptTimeout, "persist-attempt-timeout", f.cfg.PersistAttemptTimeout, "one object store request of a persist that takes longer (plus 1s per MiB it uploads) fails, is counted and logged, and is retried")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:8083", "address of the HTTP /metrics (Prometheus) and /debug/pprof/ (Go profiles) endpoints; empty to disable")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
