@@ -215,6 +215,9 @@ func compactionCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k
 		}
 		waitFor(t, "the sweep after the restart", func() bool { return swept(b) })
 		checkStoreConsistent(t, b, inner)
+		if got := b.persist.store.Unlisted(); len(got) != 0 {
+			t.Fatalf("k=%d restart %d: once swept, the journal of unlisted objects still names %q", k, restart, got)
+		}
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}

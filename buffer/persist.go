@@ -893,7 +893,7 @@ func (b *WriteBuffer) settleFiles(ctx context.Context, id uint64, journaled []st
 	for i, f := range written {
 		names[i] = f.Path
 	}
-	b.persist.store.SettleUnlisted(names...)
+	settled := slices.Clone(names)
 	for _, name := range journaled {
 		if slices.Contains(names, name) {
 			continue
@@ -902,6 +902,8 @@ func (b *WriteBuffer) settleFiles(ctx context.Context, id uint64, journaled []st
 			b.log.Warn("deleting a file of a persist that its segment file does not list failed; the next start deletes it", "object", name, "err", err)
 			continue
 		}
+		settled = append(settled, name)
 		b.log.Debug("deleted a file of a persist that its segment file does not list", "segment", id, "object", name)
 	}
+	b.persist.store.SettleUnlisted(settled...)
 }

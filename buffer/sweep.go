@@ -236,6 +236,10 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 		b.mu.Unlock()
 	}()
 	deleted := map[string]int{}
+	var gone []string
+	// Out of the journal of unlisted objects in one write, also when a
+	// delete fails after others.
+	defer func() { b.persist.store.SettleUnlisted(gone...) }()
 	for i, d := range ready {
 		err := b.retry(ctx, "deleting "+d.file.Path, func() error {
 			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.DeleteFile(ctx, d.file.Path) })
@@ -246,6 +250,7 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 			b.mu.Unlock()
 			return err
 		}
+		gone = append(gone, d.file.Path)
 		b.metrics.filesDeleted.WithLabelValues(d.reason).Inc()
 		b.metrics.bytesDeleted.WithLabelValues(d.reason).Add(float64(d.file.Size))
 		deleted[d.reason]++

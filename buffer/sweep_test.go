@@ -205,6 +205,9 @@ func sweepCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k int)
 		assertRows(t, liveRows(t, b, "mem"), want["mem"])
 		waitFor(t, "the sweep after the restart", func() bool { return swept(b) })
 		checkStoreConsistent(t, b, inner)
+		if got := b.persist.store.Unlisted(); len(got) != 0 {
+			t.Fatalf("k=%d restart %d: once swept, the journal of unlisted objects still names %q", k, restart, got)
+		}
 		if objs := objectsOf(t, inner, "cpu"); len(objs) != 0 {
 			t.Fatalf("k=%d restart %d: files of the dropped table left: %v", k, restart, objs)
 		}

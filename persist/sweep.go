@@ -43,17 +43,14 @@ func (s *Store) RewriteSegmentFile(ctx context.Context, seg Segment) error {
 }
 
 // DeleteFile deletes a Parquet file that no segment file lists any more;
-// one already gone is no error. Once deleted, it leaves the journal of
-// unlisted objects.
+// one already gone is no error. The caller then takes it out of the
+// journal of unlisted objects (SettleUnlisted), once for all the files
+// it deletes.
 func (s *Store) DeleteFile(ctx context.Context, path string) error {
 	if err := ValidateFilePath(path); err != nil {
 		return err
 	}
-	if err := s.objects.Delete(ctx, path); err != nil {
-		return err
-	}
-	s.SettleUnlisted(path)
-	return nil
+	return s.objects.Delete(ctx, path)
 }
 
 // ValidateFilePath checks that path names a Parquet file of the layout

@@ -32,7 +32,7 @@ import (
 //
 // A name comes out once it cannot be an unlisted object any more: its
 // file is listed (the segment file or compaction file that names it is
-// stored: SettleUnlisted) or deleted (DeleteFile). Taking one out late is
+// stored) or deleted (DeleteFile): SettleUnlisted. Taking one out late is
 // harmless (startup finds it listed, or deletes what is gone already), so
 // those rewrites need not come first; putting one in late would lose an
 // orphan, so those do.
