@@ -50,7 +50,9 @@ type Chunk struct {
 const (
 	RowGroupRows        = 1 << 20
 	SegmentRowGroupRows = 1 << 17
-	RowGroupBytes       = 128 << 20
+	// DataPageBytes is the size a data page is cut at (WriterProperties).
+	DataPageBytes = 256 << 10
+	RowGroupBytes = 128 << 20
 	// parquetBatchRows is how many sorted rows are gathered into one Arrow
 	// batch at a time on their way to the writer.
 	parquetBatchRows = 64 << 10
@@ -73,6 +75,15 @@ func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, pla
 		// dropped at the dictionary page limit.
 		parquet.WithDictionaryFor(catalog.TimeColumn, false),
 		parquet.WithMaxRowGroupLength(RowGroupRows),
+		// Pages of 256 KiB (32Ki rows of a float column, not the whole
+		// row group) with an offset index and a column index: a reader
+		// that wants one series' recent rows decompresses the pages that
+		// hold them, not the group (query/pqrange.go). One host of 100,
+		// last 20 s, of a 5M-row file: 8.1-8.3 -> 3.9 ms; pages of 64 KiB
+		// gave 3.6 ms but made the file's full aggregate 15% slower, 256
+		// KiB left it as it was (31.7 ms, 32.6-36.7 before).
+		parquet.WithDataPageSize(DataPageBytes),
+		parquet.WithPageIndexEnabled(true),
 		parquet.WithVersion(parquet.V2_6),
 		parquet.WithSortingColumns(sorting),
 	}

@@ -61,7 +61,11 @@
 // RLE_DICTIONARY values, RLE levels, no repetition; decided from the
 // metadata before anything is read, never half-way), the file is decoded
 // natively, one row group at a time: the thread queues the file's other
-// row groups for the scan's other threads (pqscan.go), and pages are
+// row groups for the scan's other threads (pqscan.go); when the query
+// wants values of the group's first sort column, or bounds time, only
+// the rows that can match are read, from the page that holds the first
+// of them (pqrange.go: the lead column's run, the time column's page
+// index, the offset index to seek each column); and pages are
 // decoded straight into DuckDB's vectors (pqcolumn.go): fixed-width
 // values copied (narrowed, or scaled to another timestamp unit, where the
 // declared type wants it), dictionaries of fixed-width values gathered,

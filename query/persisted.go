@@ -53,7 +53,7 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 			p.close()
 		}
 	}()
-	mem := e.wb.Allocator()
+	mem := e.scanMem // the page readers' decompression buffers, one per column chunk read: recycled, not garbage
 	if p.pf, err = file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem))); err != nil {
 		return nil, fmt.Errorf("opening %s: %w", f.Path, err)
 	}

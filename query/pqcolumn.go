@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	duck "github.com/duckdb/duckdb-go-bindings"
 )
 
@@ -77,72 +79,150 @@ func (c *pqColumn) emit(vec duck.Vector, k int) error {
 // the way.
 func (c *pqColumn) nextPage() error {
 	for c.pr.Next() {
-		var data []byte
-		var nvals int
-		switch p := c.pr.Page().(type) {
-		case *file.DictionaryPage:
-			if err := c.readDict(p); err != nil {
-				return err
-			}
-			continue
-		case *file.DataPageV1:
-			data, nvals = p.Data(), int(p.NumValues())
-			if c.p.nullable {
-				if p.DefinitionLevelEncoding() != parquet.Encodings.RLE || len(data) < 4 {
-					return fmt.Errorf("%w: definition levels encoded %s", errCorrupt, p.DefinitionLevelEncoding())
-				}
-				n := int(binary.LittleEndian.Uint32(data))
-				if n > len(data)-4 {
-					return errCorrupt
-				}
-				c.defs.reset(data[4:4+n], 1)
-				data = data[4+n:]
-			}
-		case *file.DataPageV2:
-			data, nvals = p.Data(), int(p.NumValues())
-			rep, def := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
-			if rep != 0 || def < 0 || def > len(data) {
-				return errCorrupt
-			}
-			if c.p.nullable {
-				c.defs.reset(data[:def], 1)
-			}
-			data = data[def:]
-		default:
-			continue
-		}
-		c.left, c.indexed, c.rleBool, c.plain, c.bit = nvals, false, false, nil, 0
-		switch enc := parquet.Encoding(c.pr.Page().Encoding()); enc {
-		case parquet.Encodings.Plain:
-			c.plain = data
-		case parquet.Encodings.PlainDict, parquet.Encodings.RLEDict:
-			if (c.dict == nil && c.strs == nil) || len(data) < 1 || data[0] > 32 {
-				return fmt.Errorf("%w: dictionary indices without a dictionary", errCorrupt)
-			}
-			c.idx.reset(data[1:], int(data[0]))
-			c.indexed = true
-		case parquet.Encodings.RLE:
-			if c.p.kind != pqBool || len(data) < 4 {
-				return fmt.Errorf("%w: values encoded %s", errCorrupt, enc)
-			}
-			n := int(binary.LittleEndian.Uint32(data))
-			if n > len(data)-4 {
-				return errCorrupt
-			}
-			c.idx.reset(data[4:4+n], 1)
-			c.rleBool = true
-		default:
-			// pqPlan read the chunk's metadata: the file contradicts it.
-			return fmt.Errorf("%w: values encoded %s", errCorrupt, enc)
-		}
-		if c.left > 0 {
-			return nil
+		if taken, err := c.takePage(c.pr.Page()); err != nil || taken {
+			return err
 		}
 	}
 	if err := c.pr.Err(); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: the column chunk has fewer rows than its row group", errCorrupt)
+}
+
+// takePage makes pg the page being read, if it is a data page with rows;
+// a dictionary page is read into the chunk's dictionary.
+func (c *pqColumn) takePage(pg file.Page) (taken bool, err error) {
+	var data []byte
+	var nvals int
+	switch p := pg.(type) {
+	case *file.DictionaryPage:
+		return false, c.readDict(p)
+	case *file.DataPageV1:
+		data, nvals = p.Data(), int(p.NumValues())
+		if c.p.nullable {
+			if p.DefinitionLevelEncoding() != parquet.Encodings.RLE || len(data) < 4 {
+				return false, fmt.Errorf("%w: definition levels encoded %s", errCorrupt, p.DefinitionLevelEncoding())
+			}
+			n := int(binary.LittleEndian.Uint32(data))
+			if n > len(data)-4 {
+				return false, errCorrupt
+			}
+			c.defs.reset(data[4:4+n], 1)
+			data = data[4+n:]
+		}
+	case *file.DataPageV2:
+		data, nvals = p.Data(), int(p.NumValues())
+		rep, def := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
+		if rep != 0 || def < 0 || def > len(data) {
+			return false, errCorrupt
+		}
+		if c.p.nullable {
+			c.defs.reset(data[:def], 1)
+		}
+		data = data[def:]
+	default:
+		return false, nil
+	}
+	c.left, c.indexed, c.rleBool, c.plain, c.bit = nvals, false, false, nil, 0
+	switch enc := parquet.Encoding(pg.Encoding()); enc {
+	case parquet.Encodings.Plain:
+		c.plain = data
+	case parquet.Encodings.PlainDict, parquet.Encodings.RLEDict:
+		if (c.dict == nil && c.strs == nil) || len(data) < 1 || data[0] > 32 {
+			return false, fmt.Errorf("%w: dictionary indices without a dictionary", errCorrupt)
+		}
+		c.idx.reset(data[1:], int(data[0]))
+		c.indexed = true
+	case parquet.Encodings.RLE:
+		if c.p.kind != pqBool || len(data) < 4 {
+			return false, fmt.Errorf("%w: values encoded %s", errCorrupt, enc)
+		}
+		n := int(binary.LittleEndian.Uint32(data))
+		if n > len(data)-4 {
+			return false, errCorrupt
+		}
+		c.idx.reset(data[4:4+n], 1)
+		c.rleBool = true
+	default:
+		// pqPlan read the chunk's metadata: the file contradicts it.
+		return false, fmt.Errorf("%w: values encoded %s", errCorrupt, enc)
+	}
+	return c.left > 0, nil
+}
+
+// seek makes row (of the row group) the column's next, before any row
+// was read: the dictionary page is read, then the data page that holds
+// row (found through the offset index, pages), and the rows before it in
+// that page are passed over. The pages before it are neither read nor
+// decompressed: what a selective query saves (pqrange.go).
+func (c *pqColumn) seek(row int, pages []*metadata.PageLocation) error {
+	i := sort.Search(len(pages), func(i int) bool { return pages[i].FirstRowIndex > int64(row) }) - 1
+	if i < 0 {
+		return fmt.Errorf("%w: the offset index has no page for row %d", errCorrupt, row)
+	}
+	dp, err := c.pr.GetDictionaryPage()
+	if err != nil {
+		return err
+	}
+	if dp != nil {
+		if err := c.readDict(dp); err != nil {
+			return err
+		}
+	}
+	if err := c.pr.SeekToPageWithRow(int64(row)); err != nil {
+		return err
+	}
+	if pg := c.pr.Page(); pg == nil {
+		return fmt.Errorf("%w: no page at row %d", errCorrupt, row)
+	} else if taken, err := c.takePage(pg); err != nil {
+		return err
+	} else if !taken {
+		return fmt.Errorf("%w: the offset index points at no data page for row %d", errCorrupt, row)
+	}
+	skip := row - int(pages[i].FirstRowIndex)
+	if skip > c.left {
+		return fmt.Errorf("%w: the page at row %d holds %d rows, fewer than the offset index says", errCorrupt, pages[i].FirstRowIndex, c.left)
+	}
+	return c.skipRows(skip)
+}
+
+// skipRows passes over the next n rows of the page being read (n at most
+// what it has left) without writing them anywhere.
+func (c *pqColumn) skipRows(n int) error {
+	if n == 0 {
+		return nil
+	}
+	_, nv, err := c.defsOf(n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.indexed, c.rleBool:
+		if got, err := c.idx.skip(nv); err != nil || got < nv {
+			return errors.Join(errCorrupt, err)
+		}
+	case c.p.kind == pqBool:
+		c.bit += nv
+	case c.p.kind == pqBytes:
+		for range nv {
+			if len(c.plain) < 4 {
+				return fmt.Errorf("%w: page values short", errCorrupt)
+			}
+			l := int(binary.LittleEndian.Uint32(c.plain))
+			if l > len(c.plain)-4 {
+				return fmt.Errorf("%w: page values short", errCorrupt)
+			}
+			c.plain = c.plain[4+l:]
+		}
+	default:
+		in := c.p.inWidth()
+		if len(c.plain) < nv*in {
+			return fmt.Errorf("%w: page values short", errCorrupt)
+		}
+		c.plain = c.plain[nv*in:]
+	}
+	c.left -= n
+	return nil
 }
 
 // readDict reads the chunk's dictionary page.

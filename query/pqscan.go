@@ -18,12 +18,19 @@ var pqDisabled atomic.Bool
 // pqarrow, for tests.
 var pqNative, pqFallback atomic.Int64
 
+// pqGroupsNarrowed, pqGroupsSkipped and pqRowsSkipped count the row groups
+// read from a row other than their first or to one other than their last,
+// those of which no row could match, and the rows left unread in the
+// first (pqrange.go), for tests.
+var pqGroupsNarrowed, pqGroupsSkipped, pqRowsSkipped atomic.Int64
+
 // pqFile is a persisted file the native decoder reads, shared by the
 // threads reading its row groups: closed when the last lets go.
 type pqFile struct {
-	p    *parquetFile
-	plan []pqColPlan // per output column
-	refs atomic.Int32
+	p      *parquetFile
+	plan   []pqColPlan // per output column
+	narrow pqNarrow    // what its row groups may be narrowed by (pqrange.go)
+	refs   atomic.Int32
 }
 
 func (f *pqFile) release() {
@@ -90,7 +97,7 @@ func (g *scanGlobal) openNative(p *parquetFile) (first pqUnit, ok bool) {
 		return pqUnit{}, false
 	}
 	pqNative.Add(1)
-	f := &pqFile{p: p, plan: plan}
+	f := &pqFile{p: p, plan: plan, narrow: g.narrowing()}
 	f.refs.Store(int32(len(p.groups)))
 	rest := make([]pqUnit, 0, len(p.groups)-1)
 	for _, rg := range p.groups[1:] {
@@ -125,7 +132,20 @@ func openGroup(u pqUnit, dicts *pqDictCache) (_ *pqGroup, err error) {
 		}
 	}()
 	rg := u.f.p.pf.RowGroup(u.rg)
-	gr.rows = int(rg.NumRows())
+	rows := int(rg.NumRows())
+	lo, hi, pages, err := u.f.rowRange(rg, u, rows, dicts)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", u.f.p.f.Path, err)
+	}
+	gr.rows = hi - lo
+	if gr.rows == 0 {
+		pqGroupsSkipped.Add(1)
+		return gr, nil // no row can match: nothing to read
+	}
+	if pages != nil {
+		pqGroupsNarrowed.Add(1)
+		pqRowsSkipped.Add(int64(rows - gr.rows))
+	}
 	byLeaf := map[int]int{}
 	for i, p := range u.f.plan {
 		gr.same[i] = -1
@@ -142,6 +162,11 @@ func openGroup(u pqUnit, dicts *pqDictCache) (_ *pqGroup, err error) {
 			return nil, fmt.Errorf("reading %s: %w", u.f.p.f.Path, err)
 		}
 		gr.cols[i] = newPQColumn(p, pr, dicts)
+		if pages != nil {
+			if err := gr.cols[i].seek(lo, pages[p.leaf]); err != nil {
+				return nil, fmt.Errorf("reading %s: column %d from row %d: %w", u.f.p.f.Path, p.leaf, lo, err)
+			}
+		}
 	}
 	if sc := rg.MetaData().SortingColumns(); len(sc) > 0 {
 		if i, ok := byLeaf[int(sc[0].ColumnIdx)]; ok && u.f.plan[i].kind == pqBytes {

@@ -1,0 +1,224 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/apron-db/apron/buffer"
+)
+
+// A selective query (one series, a recent time range) wants a few
+// thousand rows of a row group of 128Ki (a segment's file) or 1Mi (a
+// merged one), and decompressing every page of the group was most of its
+// time. Apron's files are sorted by their string columns, then time, so
+// the rows of one series are one run of the group, in time order. The
+// native decoder reads only the rows [lo, hi) that can match (rowRange):
+//
+//   - the run of the lead column (the first sort column) holding the
+//     values the query wants of it (tableRef.equals), found by decoding
+//     that column alone: dictionary indices in long runs, a page or two;
+//   - within it, the pages of the time column whose statistics (the
+//     column index) can meet the query's time bounds.
+//
+// Every column then starts at lo through the offset index (pqColumn.seek:
+// the pages before lo are not read) and stops at hi. Outside [lo, hi) no
+// row can match, so DuckDB, which applies the WHERE clause itself, gets
+// the same answer. Files written before page indexes, columns without
+// one, or a lead column not in runs of dictionary indices: the whole
+// group is read, as before.
+
+// pqNarrow is what a scan's query lets its files' row groups be narrowed
+// by.
+type pqNarrow struct {
+	want   map[string][]string // tableRef.equals: column (lower-cased) → values
+	bounds timeBounds
+}
+
+func (g *scanGlobal) narrowing() pqNarrow {
+	n := pqNarrow{bounds: g.bind.bounds}
+	if len(g.bind.equals) > 0 {
+		n.want = make(map[string][]string, len(g.bind.equals))
+		for col, vals := range g.bind.equals {
+			n.want[strings.ToLower(col)] = vals
+		}
+	}
+	return n
+}
+
+// rowRange is the rows [lo, hi) of row group u that can match the query,
+// and the offset index of each of the file's columns when it is narrower
+// than the group (else nil: read it all).
+func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pqDictCache) (lo, hi int, pages map[int][]*metadata.PageLocation, err error) {
+	lo, hi = 0, rows
+	n := f.narrow
+	if len(n.want) == 0 && n.bounds == allTime {
+		return lo, hi, nil, nil
+	}
+	pir := f.p.pf.GetPageIndexReader()
+	if pir == nil {
+		return lo, hi, nil, nil
+	}
+	idx, err := pir.RowGroup(u.rg)
+	if err != nil || idx == nil {
+		return lo, hi, nil, nil
+	}
+	md := f.p.pf.MetaData()
+	if sc := rg.MetaData().SortingColumns(); len(sc) > 0 && len(n.want) > 0 {
+		leaf := int(sc[0].ColumnIdx)
+		if leaf >= 0 && leaf < md.Schema.NumColumns() {
+			if want, ok := n.want[strings.ToLower(md.Schema.Column(leaf).Name())]; ok {
+				l, h, known, err := leadRange(rg, leaf, md.Schema.Column(leaf).MaxDefinitionLevel() > 0, dicts, rows, want)
+				if err != nil {
+					return 0, 0, nil, err
+				}
+				if known {
+					lo, hi = l, h
+				}
+			}
+		}
+	}
+	if lo < hi && n.bounds != allTime {
+		if tc := md.Schema.ColumnIndexByName(buffer.TimeColumn); tc >= 0 {
+			lo, hi = timeRange(idx, tc, lo, hi, rows, n.bounds)
+		}
+	}
+	if lo >= hi {
+		return 0, 0, nil, nil
+	}
+	if lo == 0 && hi == rows {
+		return lo, hi, nil, nil
+	}
+	pages = map[int][]*metadata.PageLocation{}
+	for _, p := range f.plan {
+		if p.leaf < 0 {
+			continue
+		}
+		if _, ok := pages[p.leaf]; ok {
+			continue
+		}
+		oi, err := idx.GetOffsetIndex(p.leaf)
+		if err != nil || oi == nil || len(oi.GetPageLocations()) == 0 {
+			return 0, rows, nil, nil // a column without one: read the group whole
+		}
+		pages[p.leaf] = oi.GetPageLocations()
+	}
+	return lo, hi, pages, nil
+}
+
+// leadRange decodes the row group's lead column (leaf) to find the hull
+// [lo, hi) of the rows holding a value of want; known is false when it
+// cannot tell (a page not dictionary-encoded, or indices not in runs it
+// can read), and lo == hi when no row holds one.
+func leadRange(rg *file.RowGroupReader, leaf int, nullable bool, dicts *pqDictCache, rows int, want []string) (lo, hi int, known bool, err error) {
+	pr, err := rg.GetColumnPageReader(leaf)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	c := newPQColumn(pqColPlan{leaf: leaf, kind: pqBytes, width: 16, nullable: nullable}, pr, dicts)
+	defer c.close()
+	lo, hi = -1, -1
+	matches := map[uint32]bool{}
+	checked := map[uint32]bool{}
+	match := func(v uint32) bool {
+		if !checked[v] {
+			checked[v] = true
+			matches[v] = slices.Contains(want, string(c.strs.value(v)))
+		}
+		return matches[v]
+	}
+	for pos := 0; pos < rows; {
+		v, run, err := c.constRun()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if !c.indexed || c.strs == nil {
+			return 0, 0, false, nil // plain strings: not worth decoding here
+		}
+		if run > 0 {
+			if match(v) {
+				if lo < 0 {
+					lo = pos
+				}
+				hi = pos + run
+			}
+			if got, err := c.idx.skip(run); err != nil || got < run {
+				return 0, 0, false, fmt.Errorf("%w: %w", errCorrupt, err)
+			}
+			if c.p.nullable {
+				c.defs.skip(run)
+			}
+			c.left -= run
+			pos += run
+			continue
+		}
+		// A NULL, or indices bit-packed (short runs): one row.
+		_, nv, err := c.defsOf(1)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if nv == 1 {
+			ind, err := c.indices(1)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			if int(ind[0]) >= c.strs.n() {
+				return 0, 0, false, fmt.Errorf("%w: a dictionary index out of range", errCorrupt)
+			}
+			if match(ind[0]) {
+				if lo < 0 {
+					lo = pos
+				}
+				hi = pos + 1
+			}
+		}
+		c.left--
+		pos++
+	}
+	if lo < 0 {
+		return 0, 0, true, nil
+	}
+	return lo, hi, true, nil
+}
+
+// timeRange narrows [lo, hi) to the hull of the time column's pages
+// (leaf tc) within it whose statistics can meet b; the column is never
+// NULL. Without a column index it is left as it is.
+func timeRange(idx *metadata.RowGroupPageIndexReader, tc, lo, hi, rows int, b timeBounds) (int, int) {
+	ci, err := idx.GetColumnIndex(tc)
+	if err != nil || ci == nil {
+		return lo, hi
+	}
+	oi, err := idx.GetOffsetIndex(tc)
+	if err != nil || oi == nil {
+		return lo, hi
+	}
+	locs, mins, maxs, nulls := oi.GetPageLocations(), ci.GetMinValues(), ci.GetMaxValues(), ci.GetNullPages()
+	if len(locs) == 0 || len(mins) != len(locs) || len(maxs) != len(locs) || len(nulls) != len(locs) {
+		return lo, hi
+	}
+	nlo, nhi := hi, lo
+	for i, loc := range locs {
+		start, end := int(loc.FirstRowIndex), rows
+		if i+1 < len(locs) {
+			end = int(locs[i+1].FirstRowIndex)
+		}
+		if end <= lo || start >= hi {
+			continue
+		}
+		if !nulls[i] && len(mins[i]) == 8 && len(maxs[i]) == 8 {
+			pmin, pmax := int64(binary.LittleEndian.Uint64(mins[i])), int64(binary.LittleEndian.Uint64(maxs[i]))
+			if pmax < b.min || pmin > b.max {
+				continue
+			}
+		}
+		nlo, nhi = min(nlo, max(start, lo)), max(nhi, min(end, hi))
+	}
+	return nlo, nhi
+}
