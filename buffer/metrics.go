@@ -91,6 +91,14 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		defer b.mu.Unlock()
 		return float64(len(b.mu.closed) + 1)
 	})
+	unlisted := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "apron_persist_unlisted_objects", Help: "Parquet files in the data dir's journal of unlisted objects: being uploaded, or out of their listing and not yet deleted; a count that stays high means deletes are failing.",
+	}, func() float64 {
+		if st := b.persist.store; st != nil {
+			return float64(st.UnlistedCount())
+		}
+		return 0
+	})
 	m.filesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apron_persist_files_deleted_total", Help: "Parquet files deleted from the object store, by reason: dropped (their table or database), expired (retention) or compacted (merged into another).",
 	}, []string{"reason"})
@@ -122,7 +130,7 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 	m.collectors = []prometheus.Collector{m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
 		m.compactionBytesOut, m.compactionTime, m.compactionPaced, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
 		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
-		m.filesDeleted, m.bytesDeleted}
+		m.filesDeleted, m.bytesDeleted, unlisted}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.MustRegister(c)

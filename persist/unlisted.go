@@ -188,3 +188,10 @@ func (s *Store) SettleUnlisted(names ...string) {
 // Unlisted is the names in the journal of unlisted objects (tests,
 // diagnostics).
 func (s *Store) Unlisted() []string { return s.unlisted.list() }
+
+// UnlistedCount is how many names the journal of unlisted objects holds.
+func (s *Store) UnlistedCount() int {
+	s.unlisted.mu.Lock()
+	defer s.unlisted.mu.Unlock()
+	return len(s.unlisted.names)
+}
