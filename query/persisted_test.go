@@ -84,7 +84,9 @@ func (s *storeEnv) roll() { s.clock.advance(time.Hour + time.Second) }
 // waitReleased waits until n segments are persisted and out of memory.
 func (s *storeEnv) waitReleased(t testing.TB, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Persisting is slow under -race on a loaded machine (CI): 30 s was
+	// too little for 360k rows there.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		v := s.wb.View()
 		got := len(v.Persisted)

@@ -19,7 +19,7 @@ import (
 // TestNarrowedRowGroups: selective queries over persisted files whose row
 // groups the native decoder reads from a row other than their first
 // (pqrange.go: the lead column's run, then the time column's pages) give
-// DuckDB's answer over the same files with read_parquet. The files have
+// DuckDB's answer over the same files with read_parquet (60 queries). The files have
 // row groups of many pages, a nullable lead column with NULLs, a string
 // column too varied for one dictionary (plain pages), NULLs in every
 // other column, and a column added after the first file; the queries ask
@@ -80,13 +80,15 @@ func TestNarrowedRowGroups(t *testing.T) {
 		}
 		s.write("db", "t", b.NewRecordBatch())
 	}
-	const first, second = 300_000, 60_000
+	const first, second = 140_000, 30_000 // two row groups (128Ki rows each at most), then one
 	write(0, first, false)
 	s.roll()
 	write(first, second, true)
 	s.roll()
 	write(first+second, 10, true) // rolls the second segment over; stays buffered
+	persistStart := time.Now()
 	s.waitReleased(t, 2)
+	t.Logf("persisted in %s", time.Since(persistStart).Round(time.Millisecond))
 
 	var paths []string
 	for _, ps := range s.wb.Persisted() {
@@ -102,7 +104,7 @@ func TestNarrowedRowGroups(t *testing.T) {
 	files := "read_parquet([" + strings.Join(paths, ", ") + "], union_by_name = true)"
 	last := start + int64(first+second-1)*step
 	narrowed, skipped := pqGroupsNarrowed.Load(), pqRowsSkipped.Load()
-	for i := range 80 {
+	for i := range 60 {
 		want := []string{hosts[rng.IntN(len(hosts))]}
 		switch rng.IntN(5) {
 		case 0:
