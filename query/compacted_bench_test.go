@@ -5,8 +5,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -47,20 +45,7 @@ func BenchmarkCompactedQuery(b *testing.B) {
 	}
 	s.waitReleased(b, days*24) // the buffer's loop rolls the last one over on the (fake) clock
 
-	paths := func() []string {
-		var out []string
-		for _, ps := range s.wb.Persisted() {
-			for _, f := range ps.Files {
-				u, err := url.Parse(f.URI)
-				if err != nil {
-					b.Fatal(err)
-				}
-				out = append(out, quoteLiteral(u.Path))
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
+	paths := func() []string { return s.persistedPaths(b) }
 	ref := newRefDB(b)
 	hour := day0.Add(time.Duration(days*24/2) * time.Hour)
 	queries := map[string]string{

@@ -5,7 +5,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -61,16 +60,7 @@ func BenchmarkPersistedQuery(b *testing.B) {
 	extra := writeSeg(files, 10_000) // rolls the last file's segment; stays buffered
 	s.waitReleased(b, files)
 
-	var paths []string
-	for _, ps := range s.wb.Persisted() {
-		for _, f := range ps.Files {
-			u, err := url.Parse(f.URI)
-			if err != nil {
-				b.Fatal(err)
-			}
-			paths = append(paths, quoteLiteral(u.Path))
-		}
-	}
+	paths := s.persistedPaths(b)
 	if len(paths) != files {
 		b.Fatalf("%d files, want %d", len(paths), files)
 	}

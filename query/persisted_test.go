@@ -5,8 +5,10 @@ package query
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,6 +82,24 @@ func (s *storeEnv) open(t testing.TB) {
 
 // roll makes the next write start a new segment.
 func (s *storeEnv) roll() { s.clock.advance(time.Hour + time.Second) }
+
+// persistedPaths is the local paths of every persisted file, quoted as
+// SQL literals and sorted, for read_parquet in a reference DuckDB.
+func (s *storeEnv) persistedPaths(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, ps := range s.wb.Persisted() {
+		for _, f := range ps.Files {
+			u, err := url.Parse(f.URI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, quoteLiteral(u.Path))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // waitReleased waits until n segments are persisted and out of memory.
 func (s *storeEnv) waitReleased(t testing.TB, n int) {

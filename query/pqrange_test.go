@@ -5,7 +5,6 @@ package query
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -90,16 +89,7 @@ func TestNarrowedRowGroups(t *testing.T) {
 	s.waitReleased(t, 2)
 	t.Logf("persisted in %s", time.Since(persistStart).Round(time.Millisecond))
 
-	var paths []string
-	for _, ps := range s.wb.Persisted() {
-		for _, f := range ps.Files {
-			u, err := url.Parse(f.URI)
-			if err != nil {
-				t.Fatal(err)
-			}
-			paths = append(paths, quoteLiteral(u.Path))
-		}
-	}
+	paths := s.persistedPaths(t)
 	ref := newRefDB(t)
 	files := "read_parquet([" + strings.Join(paths, ", ") + "], union_by_name = true)"
 	last := start + int64(first+second-1)*step
