@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/apron-db/apron/buffer"
 )
@@ -72,7 +73,8 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 	md := f.p.pf.MetaData()
 	if sc := rg.MetaData().SortingColumns(); len(sc) > 0 && len(n.want) > 0 {
 		leaf := int(sc[0].ColumnIdx)
-		if leaf >= 0 && leaf < md.Schema.NumColumns() {
+		if leaf >= 0 && leaf < md.Schema.NumColumns() && md.Schema.Column(leaf).LogicalType() != nil &&
+			md.Schema.Column(leaf).LogicalType().Equals(schema.StringLogicalType{}) {
 			if want, ok := n.want[strings.ToLower(md.Schema.Column(leaf).Name())]; ok {
 				l, h, known, err := leadRange(rg, leaf, md.Schema.Column(leaf).MaxDefinitionLevel() > 0, dicts, rows, want)
 				if err != nil {
