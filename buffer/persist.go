@@ -549,8 +549,10 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	}
 	// Every file this persist may leave in the store goes in the journal
 	// of unlisted objects first (persist/unlisted.go), with those an
-	// interrupted persist of the segment left (kept).
-	journaled := slices.Clone(b.persist.kept[seg.id])
+	// interrupted persist of the segment left (kept, and those a failed
+	// attempt of this run noted): settleFiles deletes the ones it does
+	// not write.
+	journaled := append(slices.Clone(b.persist.kept[seg.id]), b.persist.store.UnlistedOf(seg.id)...)
 	for _, t := range tasks {
 		journaled = append(journaled, t.Object())
 	}

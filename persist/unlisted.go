@@ -189,6 +189,19 @@ func (s *Store) SettleUnlisted(names ...string) {
 // diagnostics).
 func (s *Store) Unlisted() []string { return s.unlisted.list() }
 
+// UnlistedOf is the names in the journal of unlisted objects of segment
+// id's files (…/<id>.parquet): what an earlier attempt of its persist
+// may have uploaded.
+func (s *Store) UnlistedOf(id uint64) []string {
+	var out []string
+	for _, n := range s.unlisted.list() {
+		if seg, ok := segmentOfFile(n); ok && seg == id {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // UnlistedCount is how many names the journal of unlisted objects holds.
 func (s *Store) UnlistedCount() int {
 	s.unlisted.mu.Lock()
