@@ -3,6 +3,7 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -23,7 +24,14 @@ import (
 // column too varied for one dictionary (plain pages), NULLs in every
 // other column, and a column added after the first file; the queries ask
 // for one or two series, present or absent, over random time ranges.
+// Twice: over segments' files, and over the merged file a compaction
+// makes of four segments' (row groups of up to 1Mi rows).
 func TestNarrowedRowGroups(t *testing.T) {
+	t.Run("segment-files", func(t *testing.T) { narrowedRowGroups(t, false) })
+	t.Run("merged-file", func(t *testing.T) { narrowedRowGroups(t, true) })
+}
+
+func narrowedRowGroups(t *testing.T, merge bool) {
 	store, err := objstore.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -79,20 +87,34 @@ func TestNarrowedRowGroups(t *testing.T) {
 		}
 		s.write("db", "t", b.NewRecordBatch())
 	}
-	const first, second = 140_000, 30_000 // two row groups (128Ki rows each at most), then one
-	write(0, first, false)
-	s.roll()
-	write(first, second, true)
-	s.roll()
-	write(first+second, 10, true) // rolls the second segment over; stays buffered
+	// Segment files: two row groups (128Ki rows each at most), then one.
+	// Merged: four segments' rows in one row group.
+	sizes := []int{140_000, 30_000}
+	if merge {
+		sizes = []int{40_000, 40_000, 40_000, 40_000}
+	}
+	total := 0
+	for i, n := range sizes {
+		write(total, n, i > 0)
+		total += n
+		s.roll()
+	}
+	write(total, 10, true) // rolls the last segment over; stays buffered
 	persistStart := time.Now()
-	s.waitReleased(t, 2)
+	s.waitReleased(t, len(sizes))
 	t.Logf("persisted in %s", time.Since(persistStart).Round(time.Millisecond))
-
+	if merge {
+		if err := s.wb.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	paths := s.persistedPaths(t)
+	if merge && (len(paths) != 1 || !strings.Contains(paths[0], "/c0000")) {
+		t.Fatalf("files after the compaction: %v, want one merged file", paths)
+	}
 	ref := newRefDB(t)
 	files := "read_parquet([" + strings.Join(paths, ", ") + "], union_by_name = true)"
-	last := start + int64(first+second-1)*step
+	last := start + int64(total-1)*step
 	narrowed, skipped := pqGroupsNarrowed.Load(), pqRowsSkipped.Load()
 	for i := range 60 {
 		want := []string{hosts[rng.IntN(len(hosts))]}
