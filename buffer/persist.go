@@ -38,10 +38,6 @@ type persistState struct {
 	drainOnce sync.Once
 	// current is the id of the segment being persisted, 0 if none.
 	current atomic.Uint64
-	// kept are the Parquet files of segments still in the WAL at startup,
-	// by segment (persist.Store.RemoveOrphans): the persist of such a
-	// segment deletes those it did not write. The persister's.
-	kept map[uint64][]string
 	// abandoned: FinishPersist's deadline passed with the cancelled
 	// persister still running (in an encoding that stops only at its next
 	// write). Close then does not wait for it, nor unlock the data dir,
@@ -118,7 +114,7 @@ func (b *WriteBuffer) openStore() error {
 	if err != nil {
 		return err
 	}
-	if b.persist.kept, err = st.RemoveOrphans(ctx, listed, pending); err != nil {
+	if err := st.RemoveOrphans(ctx, listed, pending); err != nil {
 		return err
 	}
 	st.CleanTemporary(ctx)
@@ -549,10 +545,10 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	}
 	// Every file this persist may leave in the store goes in the journal
 	// of unlisted objects first (persist/unlisted.go), with those an
-	// interrupted persist of the segment left (kept, and those a failed
-	// attempt of this run noted): settleFiles deletes the ones it does
+	// earlier attempt noted (an interrupted persist of the segment, kept
+	// at startup for this retry): settleFiles deletes the ones it does
 	// not write.
-	journaled := append(slices.Clone(b.persist.kept[seg.id]), b.persist.store.UnlistedOf(seg.id)...)
+	journaled := b.persist.store.UnlistedOf(seg.id)
 	for _, t := range tasks {
 		journaled = append(journaled, t.Object())
 	}
@@ -890,7 +886,6 @@ func (s *Segment) noteSequence(seq uint64) {
 // is logged; their names stay in the journal, and the next startup
 // deletes them.
 func (b *WriteBuffer) settleFiles(ctx context.Context, id uint64, journaled []string, written []persist.File) {
-	delete(b.persist.kept, id)
 	names := make([]string, len(written))
 	for i, f := range written {
 		names[i] = f.Path

@@ -169,18 +169,18 @@ func (s *Store) readListings(ctx context.Context, prefix, what string, decode fu
 // deletes every unlisted Parquet file there.
 //
 // The files of the segments in pending (still in the WAL, to be
-// persisted again) are kept, and stay in the journal: the retry finds
-// each one it would write with the same size and CRC32C and counts it
-// done (putImmutable), instead of writing it again; they are returned by
-// segment, so that the caller deletes those the retry does not write
-// (their rows dropped or expired since).
+// persisted again) are kept, and stay in the journal (a full scan puts
+// those it found there): the retry finds each one it would write with
+// the same size and CRC32C and counts it done (putImmutable), instead of
+// writing it again, and deletes those it does not write (their rows
+// dropped or expired since; Store.UnlistedOf).
 //
 // When a segment file was written by another data dir (its writer_id is
 // not ours: two servers share the store location, which Apron does not
 // support), nothing is deleted: a name of ours may be the other server's
 // upload in flight, whose segment file is still to come. It is logged,
 // with what to do.
-func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) (kept map[uint64][]string, err error) {
+func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[uint64]bool) error {
 	store := s.objects
 	listed := map[string]bool{}
 	var others []string
@@ -195,7 +195,7 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 	if len(others) > 0 {
 		s.log.Error("not deleting unlisted Parquet files: segment files of other data dirs are in this object store location, so an unlisted file may be another server's upload in flight. Give each server its own --gcs-prefix or bucket",
 			"this_writer_id", s.writerID, "other_writer_ids", others)
-		return map[uint64][]string{}, nil
+		return nil
 	}
 	candidates := s.unlisted.list()
 	if s.fullOrphanScan {
@@ -204,7 +204,7 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 			objs, err = store.List(ctx, DBsPrefix)
 			return err
 		}); err != nil {
-			return nil, err
+			return err
 		}
 		for _, o := range objs {
 			if ValidateFilePath(o.Name) == nil {
@@ -217,8 +217,7 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 	} else if !s.unlisted.found && len(segs) > 0 {
 		s.log.Info("this data dir has no journal of unlisted objects yet (made by a version before it, or new over an existing store): Parquet files an earlier crash left unlisted, if any, stay in the store; start once with --full-orphan-scan to delete them")
 	}
-	kept = map[uint64][]string{}
-	var settled []string
+	var settled, kept []string
 	removed := 0
 	for _, name := range candidates {
 		if listed[name] {
@@ -226,11 +225,11 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 			continue
 		}
 		if seg, ok := segmentOfFile(name); ok && pending[seg] {
-			kept[seg] = append(kept[seg], name)
+			kept = append(kept, name)
 			continue
 		}
 		if err := s.retry(ctx, "deleting orphan "+name, func() error { return store.Delete(ctx, name) }); err != nil {
-			return nil, err
+			return err
 		}
 		settled = append(settled, name)
 		removed++
@@ -239,10 +238,10 @@ func (s *Store) RemoveOrphans(ctx context.Context, segs []Segment, pending map[u
 	if removed > 0 {
 		s.log.Info("removed Parquet files that no listing names (left by an interrupted persist, compaction or deletion)", "files", removed)
 	}
-	if err := s.unlisted.remove(settled...); err != nil {
-		return nil, err
+	if err := s.unlisted.add(kept...); err != nil {
+		return err
 	}
-	return kept, nil
+	return s.unlisted.remove(settled...)
 }
 
 // CleanTemporary removes the temporary files that a crash left in the

@@ -118,13 +118,13 @@ func TestRemoveOrphansOtherWriter(t *testing.T) {
 	}
 	mine := Segment{ID: 1, WriterID: s.WriterID()}
 	other := Segment{ID: 2, WriterID: "0123456789abcdef0123456789abcdef"}
-	if _, err := s.RemoveOrphans(ctx, []Segment{mine, other}, nil); err != nil {
+	if err := s.RemoveOrphans(ctx, []Segment{mine, other}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := objects.Attributes(ctx, unlisted); err != nil {
 		t.Fatalf("an unlisted file was deleted while another writer shares the store: %v", err)
 	}
-	if _, err := s.RemoveOrphans(ctx, []Segment{mine}, nil); err != nil {
+	if err := s.RemoveOrphans(ctx, []Segment{mine}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := objects.Attributes(ctx, unlisted); err == nil {

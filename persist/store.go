@@ -103,8 +103,9 @@ func (s *Store) createTemp(pattern string) (TempHandle, error) {
 }
 
 // Open returns the Store of cfg.DataDir: it reads the data dir's writer id
-// (making it at the first use) and its journal of unlisted objects, and empties <data-dir>/persist of the
-// temporary files of an earlier run. It does not read the store.
+// (making it at the first use) and its journal of unlisted objects, and
+// empties <data-dir>/persist of the temporary files of an earlier run. It
+// does not read the store.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,21 +140,17 @@ func (j *unlistedJournal) remove(names ...string) error {
 func (j *unlistedJournal) list() []string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := make([]string, 0, len(j.names))
-	for n := range j.names {
-		out = append(out, n)
-	}
+	return j.sortedLocked()
+}
+
+func (j *unlistedJournal) sortedLocked() []string {
+	out := slices.Collect(maps.Keys(j.names))
 	slices.Sort(out)
 	return out
 }
 
 func (j *unlistedJournal) writeLocked() error {
-	f := unlistedJSON{Format: unlistedFormat, Objects: make([]string, 0, len(j.names))}
-	for n := range j.names {
-		f.Objects = append(f.Objects, n)
-	}
-	slices.Sort(f.Objects)
-	data, err := json.Marshal(f)
+	data, err := json.Marshal(unlistedJSON{Format: unlistedFormat, Objects: j.sortedLocked()})
 	if err != nil {
 		return err
 	}
@@ -181,7 +178,7 @@ func (s *Store) NoteUnlisted(names ...string) error {
 // (see unlistedJournal.remove).
 func (s *Store) SettleUnlisted(names ...string) {
 	if err := s.unlisted.remove(names...); err != nil {
-		s.log.Warn("taking listed files out of the journal of unlisted objects failed; the next write of the journal does", "err", err)
+		s.log.Warn("taking listed or deleted files out of the journal of unlisted objects failed; the next write of the journal does", "err", err)
 	}
 }
 
