@@ -43,14 +43,7 @@ type pqNarrow struct {
 }
 
 func (g *scanGlobal) narrowing() pqNarrow {
-	n := pqNarrow{bounds: g.bind.bounds}
-	if len(g.bind.equals) > 0 {
-		n.want = make(map[string][]string, len(g.bind.equals))
-		for col, vals := range g.bind.equals {
-			n.want[strings.ToLower(col)] = vals
-		}
-	}
-	return n
+	return pqNarrow{want: g.bind.equals, bounds: g.bind.bounds}
 }
 
 // rowRange is the rows [lo, hi) of row group u that can match the query,

@@ -115,14 +115,18 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 	ref := newRefDB(t)
 	files := "read_parquet([" + strings.Join(paths, ", ") + "], union_by_name = true)"
 	last := start + int64(total-1)*step
-	narrowed, skipped := pqGroupsNarrowed.Load(), pqRowsSkipped.Load()
+	narrowed, skipped, empty := pqGroupsNarrowed.Load(), pqRowsSkipped.Load(), pqGroupsSkipped.Load()
 	for i := range 60 {
 		want := []string{hosts[rng.IntN(len(hosts))]}
-		switch rng.IntN(5) {
+		switch rng.IntN(6) {
 		case 0:
 			want = append(want, hosts[rng.IntN(len(hosts))])
 		case 1:
-			want[0] = "host-absent"
+			want[0] = "host-absent" // past every host: pruned by statistics
+		case 2:
+			// Between two hosts: inside every group's statistics, and
+			// in no row (the lead column's run is empty).
+			want[0] += "a"
 		}
 		var in []string
 		for _, h := range want {
@@ -149,6 +153,9 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 		if t.Failed() {
 			return
 		}
+	}
+	if pqGroupsSkipped.Load() == empty {
+		t.Fatal("no row group was left unread for a host between two others")
 	}
 	if pqGroupsNarrowed.Load() == narrowed || pqRowsSkipped.Load() == skipped {
 		t.Fatalf("no row group was narrowed (%d narrowed, %d rows skipped): the test reads them whole", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped)
