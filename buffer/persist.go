@@ -54,8 +54,9 @@ type persistState struct {
 	failures   int       // failed attempts since the last persisted segment
 	since      time.Time // first of those failures
 
-	// storeLogs limits the log lines of failed store requests.
-	storeLogs lograte.Limiter
+	// storeLogs limits the log lines of failed store requests, per
+	// error class (objstore.ErrorClass).
+	storeLogs lograte.ByKey
 }
 
 // openStore runs before WAL replay when a Store is configured: it loads a
@@ -393,7 +394,7 @@ func (b *WriteBuffer) countStoreFailure(op string, err error) {
 	if b.metrics != nil {
 		b.metrics.storeFailures.WithLabelValues(op, class).Inc()
 	}
-	if n, ok := b.persist.storeLogs.Allow(); ok {
+	if n, ok := b.persist.storeLogs.Allow(class); ok {
 		b.log.Warn("object store request failed; it is retried", "op", op, "class", class, "err", err, "suppressed_since_last", n)
 	}
 }
