@@ -51,7 +51,7 @@ const (
 	RowGroupRows        = 1 << 20
 	SegmentRowGroupRows = 1 << 17
 	// DataPageBytes is the size a data page is cut at (WriterProperties).
-	DataPageBytes = 256 << 10
+	DataPageBytes = 64 << 10
 	RowGroupBytes = 128 << 20
 	// parquetBatchRows is how many sorted rows are gathered into one Arrow
 	// batch at a time on their way to the writer.
@@ -75,13 +75,17 @@ func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, pla
 		// dropped at the dictionary page limit.
 		parquet.WithDictionaryFor(catalog.TimeColumn, false),
 		parquet.WithMaxRowGroupLength(RowGroupRows),
-		// Pages of 256 KiB (32Ki rows of a float column, not the whole
-		// row group) with an offset index and a column index: a reader
-		// that wants one series' recent rows decompresses the pages that
-		// hold them, not the group (query/pqrange.go). One host of 100,
-		// last 20 s, of a 5M-row file: 8.1-8.3 -> 3.9 ms; pages of 64 KiB
-		// gave 3.6 ms but made the file's full aggregate 15% slower, 256
-		// KiB left it as it was (31.7 ms, 32.6-36.7 before).
+		// Pages of 64 KiB (8Ki rows of a float column, not the whole row
+		// group) with an offset index and a column index: a reader that
+		// wants one series' recent rows decompresses the pages that hold
+		// them, not the group (query/pqrange.go). The peer benchmark's
+		// query (one host of 200, last 10 minutes: 173 rows of 9
+		// columns) decompressed a page of each column, 1.8 MB with pages
+		// of 256 KiB; with 64 KiB its p50 went from 10.1 to 7.1 ms (over
+		// Flight, pyarrow). Since the query reads column chunks through
+		// a buffer, not whole (query.parquetReadProps), the smaller pages
+		// left the file's full aggregate as it was, within this VM's
+		// noise (BenchmarkPersistedQuery: 29.7-35.7 ms against 37.1-43.4).
 		parquet.WithDataPageSize(DataPageBytes),
 		parquet.WithPageIndexEnabled(true),
 		parquet.WithVersion(parquet.V2_6),

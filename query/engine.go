@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/apron-db/apron/buffer"
@@ -134,6 +135,8 @@ type Engine struct {
 	shapes *shapeCache
 	// boundValues keeps the values of constant time bounds (evalTimes).
 	boundValues *lru[string, evaluated]
+	// footers keeps the parsed footers of persisted files (pqfooter.go).
+	footers *lru[footerKey, *metadata.FileMetaData]
 	// evalTemplate is a serialized statement time bounds are evaluated
 	// with (see evalTimes).
 	evalTemplate string
@@ -215,6 +218,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		parses:      newLRU[string, *parsed](defaultParseCacheBytes),
 		shapes:      newLRU[shapeKey, *shape](defaultShapeCacheEntries),
 		boundValues: newLRU[string, evaluated](defaultBoundValueBytes),
+		footers:     newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
 		scanMem:     buffer.NewRecycler(wb.Allocator())}
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {

@@ -53,9 +53,8 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 			p.close()
 		}
 	}()
-	mem := e.scanMem // the page readers' decompression buffers, one per column chunk read: recycled, not garbage
-	if p.pf, err = file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem))); err != nil {
-		return nil, fmt.Errorf("opening %s: %w", f.Path, err)
+	if p.pf, err = e.openFooter(path, f); err != nil {
+		return nil, err
 	}
 	md := p.pf.MetaData()
 
@@ -85,6 +84,24 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 		return nil, nil
 	}
 	return p, nil
+}
+
+// parquetReadBuffer is what a column chunk's reader reads of the file at a
+// time. Without a buffered stream, arrow-go reads the whole column chunk
+// (a megabyte and more of a 128k-row group) into a new slice for every
+// column a scan opens, where a selective query needs one page of it (see
+// pqrange.go); a page larger than the buffer grows it.
+const parquetReadBuffer = 128 << 10
+
+// parquetReadProps are the properties persisted files are read with: the
+// page readers' decompression buffers from the scan recycler (not
+// garbage), and column chunks read through a buffer
+// (parquetReadBuffer), not whole.
+func (e *Engine) parquetReadProps() *parquet.ReaderProperties {
+	props := parquet.NewReaderProperties(e.scanMem)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = parquetReadBuffer
+	return props
 }
 
 func (p *parquetFile) close() {

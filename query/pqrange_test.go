@@ -116,6 +116,7 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 	files := "read_parquet([" + strings.Join(paths, ", ") + "], union_by_name = true)"
 	last := start + int64(total-1)*step
 	narrowed, skipped, empty := pqGroupsNarrowed.Load(), pqRowsSkipped.Load(), pqGroupsSkipped.Load()
+	footerHits, _, _, _ := s.e.footers.stats()
 	for i := range 60 {
 		want := []string{hosts[rng.IntN(len(hosts))]}
 		switch rng.IntN(6) {
@@ -159,6 +160,11 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 	}
 	if pqGroupsNarrowed.Load() == narrowed || pqRowsSkipped.Load() == skipped {
 		t.Fatalf("no row group was narrowed (%d narrowed, %d rows skipped): the test reads them whole", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped)
+	}
+	// Every open of a file after its first takes the footer parsed then
+	// (pqfooter.go), and the answers above stay DuckDB's.
+	if hits, _, entries, _ := s.e.footers.stats(); hits == footerHits || entries != len(paths) {
+		t.Fatalf("footer cache: %d hits over 60 queries, %d entries for %d files; want hits, one entry a file", hits-footerHits, entries, len(paths))
 	}
 	t.Logf("%d row groups narrowed, %d rows left unread", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped)
 }
