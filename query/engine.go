@@ -137,6 +137,12 @@ type Engine struct {
 	boundValues *lru[string, evaluated]
 	// footers keeps the parsed footers of persisted files (pqfooter.go).
 	footers *lru[footerKey, *metadata.FileMetaData]
+	// typesMu.m keeps the DuckDB types of the scans' column type lists
+	// (bindTypes), destroyed by Close.
+	typesMu struct {
+		sync.Mutex
+		m map[string][]duck.LogicalType
+	}
 	// evalTemplate is a serialized statement time bounds are evaluated
 	// with (see evalTimes).
 	evalTemplate string
@@ -220,6 +226,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		boundValues: newLRU[string, evaluated](defaultBoundValueBytes),
 		footers:     newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
 		scanMem:     buffer.NewRecycler(wb.Allocator())}
+	e.typesMu.m = make(map[string][]duck.LogicalType)
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
 			if _, local := inPlace(store, persist.File{Path: "x"}); !local {
@@ -294,6 +301,12 @@ func (e *Engine) Close() error {
 	e.mu.open = 0
 	e.mu.Unlock()
 	e.closeDuckDB()
+	e.typesMu.Lock()
+	for _, types := range e.typesMu.m {
+		destroyTypes(types)
+	}
+	e.typesMu.m = nil
+	e.typesMu.Unlock()
 	// Every query has given its connection back: no scan allocates now.
 	e.scanMem.Close()
 	return nil
