@@ -2,7 +2,13 @@
 
 package query
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
 
 // The engine keeps caches of what repeats from one run of a statement
 // to the next (a dashboard's query every few seconds; every Flight SQL
@@ -61,3 +67,44 @@ const (
 	// kept (by the size of their serialized expressions).
 	defaultBoundValueBytes = 1 << 20
 )
+
+// whereFreeShape is the key of a query's shape with its top-level WHERE
+// clause left out: a WHERE filters rows and cannot change the columns or
+// their types, so `… WHERE host = 'a'` and `… WHERE host = 'b'` share a
+// shape. Dashboards and clients that prepare every statement (ADBC's
+// Python DB-API, JDBC) send the same query with other constants; without
+// this each one was planned by DuckDB twice, at prepare and at execute.
+// It is "" for what it does not cover: several statements, anything but
+// a plain SELECT, parameters (the WHERE decides their schema), EXPLAIN.
+// A WHERE that DuckDB would refuse then fails at execute, not at prepare,
+// with the same error.
+func whereFreeShape(a *admitted) string {
+	if a.explain {
+		return ""
+	}
+	stmts, _ := a.tree["statements"].([]any)
+	if len(stmts) != 1 {
+		return ""
+	}
+	st, _ := stmts[0].(map[string]any)
+	if params, _ := st["named_param_map"].([]any); len(params) > 0 {
+		return ""
+	}
+	node, _ := st["node"].(map[string]any)
+	if node["type"] != "SELECT_NODE" || node["where_clause"] == nil {
+		return ""
+	}
+	where, err := json.Marshal(node["where_clause"])
+	if err != nil || bytes.Contains(where, []byte(`"PARAMETER"`)) {
+		return ""
+	}
+	n := maps.Clone(node)
+	n["where_clause"] = nil
+	s := maps.Clone(st)
+	s["node"] = n
+	key, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return "where-free\x00" + string(key)
+}

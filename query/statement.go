@@ -112,11 +112,21 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 		return nil, err
 	}
 	key := shapeKey{sql: source, database: database, version: version}
+	var shared shapeKey // of the statements that differ from it only in WHERE
 	if st.Kind == KindQuery {
 		if sh, ok := e.shapes.get(key); ok {
 			st.Databases = a.databases
 			st.Schema, st.Params, st.untypedResult = sh.schema, sh.params, sh.untypedResult
 			return st, nil
+		}
+		if k := whereFreeShape(a); k != "" {
+			shared = shapeKey{sql: k, database: database, version: version}
+			if sh, ok := e.shapes.get(shared); ok {
+				e.shapes.put(key, sh, 1)
+				st.Databases = a.databases
+				st.Schema, st.Params, st.untypedResult = sh.schema, sh.params, sh.untypedResult
+				return st, nil
+			}
 		}
 	}
 	c, err := e.acquire(ctx, a.systemOnly())
@@ -154,7 +164,11 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	}
 	st.Schema = e.labelSchema(st.Schema, a, database)
 	st.untypedResult = untypedResult(stmt)
-	e.shapes.put(key, &shape{schema: st.Schema, params: st.Params, untypedResult: st.untypedResult}, 1)
+	sh := &shape{schema: st.Schema, params: st.Params, untypedResult: st.untypedResult}
+	e.shapes.put(key, sh, 1)
+	if shared.sql != "" && st.Params.NumFields() == 0 {
+		e.shapes.put(shared, sh, 1)
+	}
 	return st, nil
 }
 

@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +213,61 @@ func TestNowPrunes(t *testing.T) {
 	}
 	if v.e.Stats().ChunksPruned == before {
 		t.Fatal("a now()-relative bound pruned nothing")
+	}
+}
+
+// TestWhereFreeShapes: a query that differs from a prepared one only in
+// its WHERE takes that one's result schema without DuckDB planning it
+// (whereFreeShape), and gives the rows of its own WHERE; parameters, which
+// the WHERE types, keep their own shape; a WHERE DuckDB refuses fails at
+// execute with DuckDB's error.
+func TestWhereFreeShapes(t *testing.T) {
+	v := cpuEnv(t)
+	ctx := context.Background()
+	first, err := v.e.Prepare(ctx, "SELECT host, usage * 2 AS u2 FROM db.cpu WHERE host = 'a'", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := v.e.Stats().ShapeHits
+	st, err := v.e.Prepare(ctx, "SELECT host, usage * 2 AS u2 FROM db.cpu WHERE host = 'b' AND usage > 0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.e.Stats().ShapeHits != hits+1 {
+		t.Fatalf("shape hits %d -> %d: the second WHERE was planned again", hits, v.e.Stats().ShapeHits)
+	}
+	if !st.Schema.Equal(first.Schema) {
+		t.Fatalf("schema %s, want %s", st.Schema, first.Schema)
+	}
+	rows, _, err := collect(v.e.Run(ctx, st, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRows(t, "the second WHERE's rows", rows, []string{"b|5"})
+
+	// Another select list is another shape.
+	other, err := v.e.Prepare(ctx, "SELECT host FROM db.cpu WHERE host = 'b'", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Schema.NumFields() != 1 {
+		t.Fatalf("schema %s, want host alone", other.Schema)
+	}
+	// A parameter in the WHERE: its own shape, with its parameter.
+	pst, err := v.e.Prepare(ctx, "SELECT host, usage * 2 AS u2 FROM db.cpu WHERE host = $1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pst.Params.NumFields() != 1 || pst.Params.Field(0).Type.ID() != arrow.STRING {
+		t.Fatalf("parameter schema %s, want one string", pst.Params)
+	}
+	// A WHERE naming no column passes prepare on the shape and fails
+	// when run, naming the column.
+	bad, err := v.e.Prepare(ctx, "SELECT host, usage * 2 AS u2 FROM db.cpu WHERE nosuchcolumn = 1", "")
+	if err == nil {
+		_, err = v.e.Run(ctx, bad, nil)
+	}
+	if err == nil || !strings.Contains(err.Error(), "nosuchcolumn") {
+		t.Fatalf("a WHERE on a missing column: %v, want DuckDB's error naming it", err)
 	}
 }
