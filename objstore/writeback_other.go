@@ -1,0 +1,7 @@
+//go:build !linux
+
+package objstore
+
+const writebackSupported = false
+
+func startWriteback(uintptr, int64) {}
