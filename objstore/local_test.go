@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -475,35 +474,5 @@ func TestLocalCRCXattr(t *testing.T) {
 	}
 	if len(v) != 4 || uint32(v[0])<<24|uint32(v[1])<<16|uint32(v[2])<<8|uint32(v[3]) != objstore.CRC32C(data) {
 		t.Fatalf("xattr = %x, want %08x", v, objstore.CRC32C(data))
-	}
-}
-
-// TestLocalLargePut: an object of several writeback steps (Put starts the
-// writeback of every MiB it writes) is stored whole, with its CRC.
-func TestLocalLargePut(t *testing.T) {
-	s, err := objstore.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	data := make([]byte, 5<<20+12345)
-	for i := range data {
-		data[i] = byte(i * 7 / 3)
-	}
-	ctx := context.Background()
-	if err := s.Put(ctx, "dbs/x/big.parquet", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Get(ctx, "dbs/x/big.parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	got, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, data) {
-		t.Fatalf("read back %d bytes, not the %d written", len(got), len(data))
 	}
 }

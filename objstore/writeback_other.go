@@ -1,7 +1,0 @@
-//go:build !linux
-
-package objstore
-
-const writebackSupported = false
-
-func startWriteback(uintptr, int64) {}
