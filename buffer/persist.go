@@ -385,6 +385,12 @@ func (b *WriteBuffer) NoteStoreAttemptFailure(op string, err error) {
 	if b.persist.lastErr == nil {
 		b.persist.since = time.Now()
 	}
+	// A request cut by a deadline (ours, the attempt's) says nothing of
+	// the store: it must not hide the store's last answer (a 503), which
+	// is what an operator needs to read in /readyz and the log.
+	if errors.Is(err, context.DeadlineExceeded) && b.persist.lastErr != nil {
+		return
+	}
 	b.persist.lastErr = fmt.Errorf("object store %s (retried by the storage client): %w", op, err)
 	b.persist.storeErr, b.persist.storeErrAt = err, time.Now()
 }

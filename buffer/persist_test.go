@@ -589,3 +589,32 @@ func TestPersistCrashThenDrop(t *testing.T) {
 		t.Logf("k=%d: crashed after %v; %d files of the dropped table had landed", k, faulty.Log(), landed)
 	}
 }
+
+// TestStoreErrorOutlivesDeadline: when an attempt ends at its deadline
+// after the storage client retried a 503, the attempt's error names the
+// 503, even though the client's last retried request was the one the
+// deadline cut (a red CI run: /readyz showed only "context deadline
+// exceeded" during an outage of 503s).
+func TestStoreErrorOutlivesDeadline(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	inner := objstore.NewMemory()
+	defer inner.Close()
+	cfg := persistConfig(t, mem, inner)
+	cfg.PersistAttemptTimeout = 20 * time.Millisecond
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	err := b.attempt(context.Background(), 0, func(ctx context.Context) error {
+		b.NoteStoreAttemptFailure("put", errors.New("googleapi: got HTTP response code 503"))
+		<-ctx.Done()
+		cut := fmt.Errorf("Post \"http://store/upload\": %w", ctx.Err())
+		b.NoteStoreAttemptFailure("put", cut)
+		return cut
+	})
+	if err == nil || !strings.Contains(err.Error(), "did not answer within") || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("attempt error %v, want the deadline and the store's 503", err)
+	}
+	if h := b.PersistHealth(); h.LastErr == nil || !strings.Contains(h.LastErr.Error(), "503") {
+		t.Fatalf("health %+v, want the store's 503 as the last error", h)
+	}
+}
