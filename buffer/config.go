@@ -104,6 +104,10 @@ type Config struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Allocator  memory.Allocator
+	// ChunkAllocator is where sealed chunks' memory comes from, one
+	// block per chunk (sealed.go): the server's is internal/offheap's,
+	// outside the Go heap. nil: the Go heap, like open chunks.
+	ChunkAllocator memory.Allocator
 	// Now is the clock, for tests; nil means time.Now.
 	Now func() time.Time
 }
@@ -201,7 +205,10 @@ const DefaultGOGC = 100
 // writes and query results on their way out take the rest. Under it the
 // GC runs at GOGC's pace; as the heap nears it, more often, so that the
 // heap stays about there. At a full buffer that is about where GOGC=15
-// held it (1.15x of the buffer plus a persist's working set).
+// held it (1.15x of the buffer plus a persist's working set). With
+// ChunkAllocator outside the Go heap (the server's default), sealed
+// chunks do not count toward it: it then binds only if the rest of the
+// heap nears it.
 func DefaultGCMemoryLimit(memLimit int64) int64 {
 	return memLimit + max(memLimit/2, 256<<20)
 }

@@ -11,6 +11,19 @@
 // flight into it are buffered, and from then on never changes. Each segment
 // has one WAL file, <data-dir>/wal/<id %020d>.wal.
 //
+// # Chunks and their memory
+//
+// A partition (one table's rows of one UTC day in a segment) appends rows
+// to its open chunk, in Go slices (column.go), and seals it at ChunkRows
+// rows or when the segment closes. A sealed chunk is an immutable Arrow
+// record, refcounted: the partition holds one reference, every reader's
+// snapshot another. With Config.ChunkAllocator set (the server's keeps
+// them outside the Go heap, internal/offheap), sealing copies the values
+// into one block of that allocator (sealed.go), given back when the last
+// reference goes; so an exact Release on every path is what frees the
+// buffer's memory, and tests check it with memory.CheckedAllocator over
+// memory maps that fault on a use after the last Release.
+//
 // # Persistence
 //
 // With Config.Store set, closed segments are persisted, in id order, to the

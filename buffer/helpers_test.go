@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/offheap"
 )
 
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -27,6 +28,11 @@ func testConfig(t *testing.T, mem memory.Allocator) Config {
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Allocator = mem
+	// Sealed chunks in maps of their own: a use after the last Release
+	// faults, and each must be released by the end of the test.
+	chunkMem := memory.NewCheckedAllocator(offheap.NewMapAll())
+	t.Cleanup(func() { chunkMem.AssertSize(t, 0) })
+	cfg.ChunkAllocator = chunkMem
 	cfg.ChunkRows = 100
 	cfg.CompactionInterval = 0 // compaction tests turn it on
 	return cfg

@@ -193,7 +193,7 @@ func (b *WriteBuffer) replay() ([]*Segment, error) {
 			}
 			seg := segs[segID]
 			if seg == nil {
-				seg = newSegment(segID, b.cfg.Now(), walFileName(b.walDir, segID), b.cfg.ChunkRows)
+				seg = newSegment(segID, b.cfg.Now(), walFileName(b.walDir, segID), b.cfg.ChunkRows, b.cfg.ChunkAllocator)
 				segs[segID] = seg
 			}
 			seg.noteSequence(e.Sequence)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // SegmentState says whether a segment still takes writes.
@@ -26,6 +28,7 @@ type Segment struct {
 	start     time.Time
 	walFile   string
 	chunkRows int
+	sealMem   memory.Allocator // of sealed chunks; nil: the Go heap
 
 	// inflight counts writes whose WAL record is in this segment's file but
 	// whose rows are not yet in the buffer; a closed segment is complete
@@ -52,8 +55,8 @@ type Segment struct {
 	}
 }
 
-func newSegment(id uint64, start time.Time, walFile string, chunkRows int) *Segment {
-	s := &Segment{id: id, start: start, walFile: walFile, chunkRows: chunkRows}
+func newSegment(id uint64, start time.Time, walFile string, chunkRows int, sealMem memory.Allocator) *Segment {
+	s := &Segment{id: id, start: start, walFile: walFile, chunkRows: chunkRows, sealMem: sealMem}
 	s.mu.tables = make(map[TableKey]*tableBuffer)
 	s.mu.state = SegmentOpen
 	s.refs.Store(1)
@@ -73,7 +76,7 @@ func (s *Segment) tableBuffer(k TableKey, create bool) *tableBuffer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t = s.mu.tables[k]; t == nil {
-		t = newTableBuffer(k.Database, k.Table, s.chunkRows)
+		t = newTableBuffer(k.Database, k.Table, s.chunkRows, s.sealMem)
 		s.mu.tables[k] = t
 	}
 	return t

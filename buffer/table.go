@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 const nsPerDay = int64(24 * 60 * 60 * 1e9)
@@ -78,6 +79,7 @@ func (p *partition) retireDicts(names []string) {
 type tableBuffer struct {
 	database, table string
 	chunkRows       int
+	sealMem         memory.Allocator // of sealed chunks (sealed.go); nil: the Go heap
 
 	mu struct {
 		sync.Mutex
@@ -87,8 +89,8 @@ type tableBuffer struct {
 	}
 }
 
-func newTableBuffer(db, table string, chunkRows int) *tableBuffer {
-	t := &tableBuffer{database: db, table: table, chunkRows: chunkRows}
+func newTableBuffer(db, table string, chunkRows int, sealMem memory.Allocator) *tableBuffer {
+	t := &tableBuffer{database: db, table: table, chunkRows: chunkRows, sealMem: sealMem}
 	t.mu.parts = make(map[int64]*partition)
 	return t
 }
@@ -167,7 +169,7 @@ func (t *tableBuffer) sealLocked(p *partition) {
 			d.shrink()
 		}
 	}
-	c := p.open.chunk(true)
+	c := p.open.seal(t.sealMem)
 	p.sealed = append(p.sealed, c)
 	p.open = nil
 	for _, d := range p.dicts {

@@ -163,18 +163,27 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 		}
 		return nil, err
 	}
+	// A failure from here on frees what replay rebuilt: no reader has
+	// seen it, and sealed chunks may be outside the Go heap.
+	releaseReplayed := func() {
+		for _, s := range replayed {
+			s.release()
+		}
+	}
 	b.mu.closed = replayed
 	next := b.maxSegID + 1
 	if err := b.cat.Save(b.catPath); err != nil {
+		releaseReplayed()
 		return nil, fmt.Errorf("buffer: saving catalog after replay: %w", err)
 	}
 	b.mu.catSaved = b.cat.Version()
 	w, err := wal.Create(b.walOptions(), next)
 	if err != nil {
+		releaseReplayed()
 		return nil, fmt.Errorf("buffer: %w", err)
 	}
 	b.mu.w = w
-	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows)
+	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows, cfg.ChunkAllocator)
 	b.mu.publish, b.mu.stale = b.publishLocked, false
 	b.mu.catalogMoved = func() bool {
 		st := b.viewState.Load()
@@ -412,7 +421,7 @@ func (b *WriteBuffer) rollLocked(now time.Time, why string) error {
 	}
 	old.close(now)
 	b.mu.closed = append(b.mu.closed, old)
-	b.mu.open = newSegment(next, now, walFileName(b.walDir, next), b.cfg.ChunkRows)
+	b.mu.open = newSegment(next, now, walFileName(b.walDir, next), b.cfg.ChunkRows, b.cfg.ChunkAllocator)
 	b.markStaleLocked()
 	b.log.Info("segment rolled over", "closed", old.id, "opened", next, "why", why,
 		"rows", old.rows.Load(), "bytes", old.size.Load())

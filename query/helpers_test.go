@@ -18,6 +18,7 @@ import (
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/offheap"
 	"github.com/apron-db/apron/wal"
 )
 
@@ -29,12 +30,24 @@ type env struct {
 	e   *Engine
 }
 
+// chunkAllocator is a buffer's Config.ChunkAllocator for a test: sealed
+// chunks in memory maps of their own, so that a scan that reads one after
+// its last Release faults instead of reading stale memory, and checked to
+// be all released once the test's other cleanups (the buffer's Close)
+// have run.
+func chunkAllocator(t testing.TB) memory.Allocator {
+	mem := memory.NewCheckedAllocator(offheap.NewMapAll())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
 func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	bcfg := buffer.DefaultConfig()
 	bcfg.DataDir = t.TempDir()
 	bcfg.Allocator = mem
+	bcfg.ChunkAllocator = chunkAllocator(t)
 	bcfg.MemLimit = 8 << 30
 	bcfg.WALSync = wal.SyncNone
 	wb, err := buffer.Open(bcfg)

@@ -159,6 +159,7 @@ func TestLastValueOracle(t *testing.T) {
 		bcfg := buffer.DefaultConfig()
 		bcfg.DataDir = dir
 		bcfg.Allocator = mem
+		bcfg.ChunkAllocator = chunkAllocator(t)
 		bcfg.MemLimit = 8 << 30
 		bcfg.WALSync = wal.SyncNone
 		bcfg.ChunkRows = 500

@@ -57,6 +57,7 @@ func (s *storeEnv) open(t testing.TB) {
 	bcfg := buffer.DefaultConfig()
 	bcfg.DataDir = s.dataDir
 	bcfg.Allocator = mem
+	bcfg.ChunkAllocator = chunkAllocator(t)
 	bcfg.MemLimit = 1 << 30
 	bcfg.WALSync = wal.SyncNone
 	bcfg.Store = s.store

@@ -34,6 +34,7 @@ type serveFlags struct {
 	maxValueSize        byteSize
 	sqlCfg              flightsvc.Config
 	gogc                int
+	offHeap             bool // --buffer-off-heap
 	gogcGiven           bool // by flag or APRON_GOGC
 	gcMemLimit          gcMemoryLimit
 	gcMemLimitGiven     bool // by flag or APRON_GC_MEMORY_LIMIT
@@ -56,6 +57,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	fs.StringVar(&f.cfg.DataDir, "data-dir", f.cfg.DataDir, "directory of the WAL and the catalog")
 	fs.DurationVar(&f.cfg.SegmentDuration, "segment-duration", f.cfg.SegmentDuration, "how long a segment takes writes before it rolls over")
 	fs.Var(&f.memLimit, "buffer-mem-limit", "memory for buffered data, e.g. 2GiB; the open segment rolls over at half of it, writes past it get RESOURCE_EXHAUSTED")
+	fs.BoolVar(&f.offHeap, "buffer-off-heap", true, "keep sealed chunks of buffered rows (most of the buffer) in memory maps of their own outside the Go heap, freed when their last reader is done: the resident set stays near the buffered bytes instead of growing with the GC's headroom; false keeps them on the Go heap")
 	fs.StringVar(&f.walSync, "wal-sync", "fsync", "fsync: acknowledge a write once its WAL record is fsynced; none: once written to the OS (a machine crash can lose acknowledged writes)")
 	fs.BoolVar(&f.cfg.WALMoveCorrupt, "wal-move-corrupt", false, "at startup, move a WAL file with a corrupt record aside (to <file>.corrupt) and keep its records before the corruption, instead of refusing to start")
 	fs.IntVar(&f.cfg.Limits.MaxDatabases, "max-databases", f.cfg.Limits.MaxDatabases, "most databases")

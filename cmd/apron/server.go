@@ -20,6 +20,7 @@ import (
 	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/flightsvc"
+	"github.com/apron-db/apron/internal/offheap"
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/query"
 )
@@ -94,7 +95,7 @@ func newServer(ctx context.Context, f *serveFlags, log *slog.Logger) (*server, e
 	s.life.set(phaseReady)
 	f, st := s.f, s.f.store
 	log.Info("apron ready", "addr", s.lis.Addr().String(), "metrics_addr", s.metricsAddr, "data_dir", f.cfg.DataDir,
-		"wal_sync", f.walSync, "retention", f.retention, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit,
+		"wal_sync", f.walSync, "retention", f.retention, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit, "buffer_off_heap", f.offHeap,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
 		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "slow_query_threshold", f.sqlCfg.SlowQueryThreshold, "max_value_size", f.cfg.MaxValueSize,
 		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gc_memory_limit", s.gcMemLimit, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
@@ -219,6 +220,17 @@ func (s *server) openBuffer(ctx context.Context) error {
 		cfg.ReleasePersisted = true
 	}
 	cfg.Logger, cfg.Registerer, cfg.ReplayProgress = s.log, s.reg, &s.life.replay
+	if s.f.offHeap {
+		a := offheap.New()
+		cfg.ChunkAllocator = a
+		s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "apron_buffer_offheap_bytes",
+			Help: "Bytes of sealed chunks held outside the Go heap (--buffer-off-heap), in memory maps of their own.",
+		}, func() float64 { return float64(a.Mapped()) }), prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "apron_buffer_offheap_fallbacks_total",
+			Help: "Sealed chunks that went on the Go heap because their memory map failed (vm.max_map_count reached, or out of memory).",
+		}, func() float64 { return float64(a.Fallbacks()) }))
+	}
 	res := make(chan openResult, 1)
 	go func() {
 		wb, err := buffer.Open(cfg)
