@@ -54,6 +54,14 @@ func (b *WriteBuffer) Compact(ctx context.Context) error {
 // ends its retries. inPersister says that it runs in the persister's
 // goroutine, whose work its pacer may do meanwhile (compact_pace.go).
 func (b *WriteBuffer) compact(ctx context.Context, inPersister bool) error {
+	// A rewrite (rewrite.go) in progress: its files are not merged under
+	// it, the next round merges them.
+	select {
+	case b.rewriting <- struct{}{}:
+	default:
+		return nil
+	}
+	defer func() { <-b.rewriting }()
 	for _, job := range b.compactionJobs() {
 		if b.draining() || ctx.Err() != nil {
 			return ctx.Err()

@@ -3,6 +3,7 @@ package buffer
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -972,4 +973,44 @@ func (b *WriteBuffer) mergeLastValue(k TableKey, tableID uint64, nb *batch) {
 		return
 	}
 	c.merge(nb.rec, nb.times)
+}
+
+// retire drops the cache of k that is current, if any, and returns it: it
+// answers no query from then on (queries read the table), and refill
+// replaces it. Called under WriteBuffer.mu with the change that makes its
+// rows wrong (rewrite.go: rows deleted), so that no View sees the change
+// while the cache still answers.
+func (l *lastValues) retire(k TableKey) *LastValueCache {
+	s := l.set.Load()
+	if s == nil {
+		return nil
+	}
+	c := s.byKey[k]
+	if c != nil {
+		c.drop()
+	}
+	return c
+}
+
+// refill replaces old, the cache retire dropped, by an empty one that
+// its filler fills, unless a newer set replaced old already. Called once
+// the change is published: the fill's View is taken after it.
+func (l *lastValues) refill(k TableKey, old *LastValueCache) {
+	if old == nil {
+		return
+	}
+	l.mu.Lock()
+	s := l.set.Load()
+	if s == nil || s.byKey[k] != old {
+		l.mu.Unlock()
+		return
+	}
+	next := &lvSet{version: s.version, byKey: maps.Clone(s.byKey)}
+	next.byKey[k] = newLastValueCache(l, old.def, old.tableID)
+	l.set.Store(next)
+	l.mu.Unlock()
+	select {
+	case l.fillc <- struct{}{}:
+	default:
+	}
 }

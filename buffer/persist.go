@@ -857,6 +857,13 @@ func (b *WriteBuffer) View() *View {
 	return &View{b: b, st: st, cat: st.cat, now: b.cfg.Now(), Buffered: st.segs, Persisted: st.persisted}
 }
 
+// Share is another View of the same instant, with its own Release; v
+// must not be released yet.
+func (v *View) Share() *View {
+	v.st.refs.Add(1)
+	return &View{b: v.b, st: v.st, cat: v.cat, now: v.now, Buffered: v.Buffered, Persisted: v.Persisted}
+}
+
 // Release lets the buffer free the segments of the view. Idempotent.
 func (v *View) Release() {
 	v.once.Do(func() { v.st.unref(v.b) })

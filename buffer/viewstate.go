@@ -117,6 +117,8 @@ func (b *WriteBuffer) publishLocked() {
 	st.refs.Store(1)
 	b.viewGen.Store(st.gen)
 	old := b.viewState.Swap(st)
+	close(b.published)
+	b.published = make(chan struct{})
 	if old == nil {
 		return
 	}

@@ -74,6 +74,14 @@ type WriteBuffer struct {
 	// lastWrite is when the last write was submitted (UnixNano): a
 	// compaction gives way while writes arrive (compact_pace.go).
 	lastWrite atomic.Int64
+	// published is closed, and replaced, each time a View state is
+	// published (under mu): what waits for a segment to leave memory
+	// waits on it (rewrite.go).
+	published chan struct{}
+	// rewriting is held by a rewrite of persisted files from its listing
+	// of them to its commit, and by a round of compactions: the two never
+	// replace the same file (rewrite.go).
+	rewriting chan struct{}
 
 	// walFailed is closed when the WAL fails (wal.Options.OnFail).
 	walFailed     chan struct{}
@@ -184,6 +192,7 @@ func openLocked(cfg Config) (*WriteBuffer, error) {
 	}
 	b.mu.w = w
 	b.mu.open = newSegment(next, cfg.Now(), walFileName(b.walDir, next), cfg.ChunkRows, cfg.ChunkAllocator)
+	b.published, b.rewriting = make(chan struct{}), make(chan struct{}, 1)
 	b.mu.publish, b.mu.stale = b.publishLocked, false
 	b.mu.catalogMoved = func() bool {
 		st := b.viewState.Load()

@@ -46,6 +46,8 @@ var codeRules = []struct {
 	{errUnsupported, codes.Unimplemented},
 	{buffer.ErrClosed, codes.Unavailable},
 	{buffer.ErrWAL, codes.Unavailable},
+	{buffer.ErrPersistFailing, codes.Unavailable},
+	{buffer.ErrRewriteUnknown, codes.Unavailable},
 	{query.ErrSyntax, codes.InvalidArgument},
 	{query.ErrExecution, codes.InvalidArgument},
 	{query.ErrUnsupportedStatement, codes.InvalidArgument},

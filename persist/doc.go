@@ -38,8 +38,10 @@
 //	    the segment file: the commit point of a segment's persist
 //	dbs/<db>/<table>/<YYYY-MM-DD>/c<generation %020d>.parquet
 //	    a compaction's merged file (compaction.go)
+//	dbs/<db>/<table>/<YYYY-MM-DD>/r<generation %020d>-<n %06d>.parquet
+//	    a file a DELETE rewrote (rewrite.go), committed as a compaction
 //	compactions/<generation %020d>.json
-//	    the compaction file: the commit point of a compaction
+//	    the compaction file: the commit point of a compaction (or rewrite)
 //
 // Table names are path-escaped (url.PathEscape: "/" is %2F) and a leading
 // "." becomes %2E; database names need no escaping.

@@ -12,6 +12,7 @@ import (
 	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/apron-db/apron/auth"
+	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 )
 
@@ -56,6 +57,11 @@ type admitted struct {
 	// and the system tables show it only rows of those it can read. nil
 	// without authentication.
 	who *auth.Principal
+	// view, if set, is the View the statement reads instead of a View of
+	// its own (shared: prepareState takes its own reference), and only
+	// restricts one table's scans to one of its files in it (delete.go).
+	view *buffer.View
+	only *onlySource
 }
 
 // maxIdleParsers bounds the parser connections kept for reuse.

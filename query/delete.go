@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -16,11 +17,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/auth"
+	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 )
 
-// DELETE FROM [db.]table [WHERE condition] is not run by DuckDB either: it
-// is a replace (buffer/replace.go) of the table by the rows that stay,
+// DELETE FROM [db.]table [WHERE condition] is not run by DuckDB either.
+// A table with persisted files and a condition without a subquery is
+// deleted from by a rewrite of its files (delete_rewrite.go). Otherwise
+// it is a replace (buffer/replace.go) of the table by the rows that stay,
 //
 //	SELECT * FROM table WHERE NOT coalesce((condition), false)
 //
@@ -85,33 +89,35 @@ func parseDelete(sql, database string) (p *deletePlan, ok bool, err error) {
 
 // prepareDelete admits the delete's query, and checks that its condition
 // is one expression (see above). who must be able to write the table.
-func (e *Engine) prepareDelete(ctx context.Context, p *deletePlan, database string) (*admitted, error) {
+// It returns the admitted query of the rows that stay, and that of the
+// rows deleted (nil without a condition).
+func (e *Engine) prepareDelete(ctx context.Context, p *deletePlan, database string) (keep, check *admitted, err error) {
 	if err := auth.FromContext(ctx).Write(p.db); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, ok := e.wb.Catalog().Table(p.db, p.table); !ok {
-		return nil, newError(ErrNotFound, "DELETE from table %q of database %q: the table does not exist", p.table, p.db)
+		return nil, nil, newError(ErrNotFound, "DELETE from table %q of database %q: the table does not exist", p.table, p.db)
 	}
-	keep, err := e.admit(ctx, p.keep, database)
+	keep, err = e.admit(ctx, p.keep, database)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.check == "" {
-		return keep, nil
+		return keep, nil, nil
 	}
-	check, err := e.admit(ctx, p.check, database)
+	check, err = e.admit(ctx, p.check, database)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cond, ok := whereOf(check.tree)
 	if !ok {
-		return nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
+		return nil, nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
 	}
 	kept, _ := whereOf(keep.tree)
 	if !reflect.DeepEqual(withoutLocations(cond), withoutLocations(negatedCoalesce(kept))) {
-		return nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
+		return nil, nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
 	}
-	return keep, nil
+	return keep, check, nil
 }
 
 // whereOf is the WHERE of a plain SELECT's tree (nothing but FROM and
@@ -186,8 +192,18 @@ func withoutLocations(v any) any {
 // execDelete runs a prepared DELETE and returns the rows deleted.
 func (e *Engine) execDelete(ctx context.Context, st *Statement) (_ int64, err error) {
 	p := st.del
-	if _, err := e.prepareDelete(ctx, p, st.Database); err != nil {
+	keep, check, err := e.prepareDelete(ctx, p, st.Database)
+	if err != nil {
 		return 0, err
+	}
+	if rowLocal(keep.tree) && e.hasPersistedFiles(p.db, p.table) {
+		n, err := e.deleteByRewrite(ctx, p, keep, check, st.Database)
+		if !errors.Is(err, buffer.ErrNoRewrite) {
+			if err != nil {
+				err = fmt.Errorf("DELETE from %q.%q: %w", p.db, p.table, err)
+			}
+			return n, err
+		}
 	}
 	rep, err := e.wb.BeginReplace(p.db, p.table, catalog.FailIfNotExists)
 	if err != nil {
@@ -252,6 +268,20 @@ func (e *Engine) execDelete(ctx context.Context, st *Statement) (_ int64, err er
 		return 0, err
 	}
 	return before - kept, nil
+}
+
+// hasPersistedFiles says whether db.table has persisted files now.
+func (e *Engine) hasPersistedFiles(db, table string) bool {
+	v := e.wb.View()
+	defer v.Release()
+	for _, s := range v.Persisted {
+		for _, f := range s.Files {
+			if f.Database == db && f.Table == table {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // countRows counts the table's rows, as the delete's query sees them.

@@ -437,18 +437,8 @@ func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.Prepared
 	if err := e.views.sync(); err != nil {
 		return stmt, err
 	}
-	if c.schema != database {
-		var set string
-		if database == "" {
-			set = "SET search_path = 'apron.main'"
-		} else {
-			// main keeps Apron's macros (now()) reachable.
-			set = "SET search_path = " + quoteLiteral("apron."+quoteIdent(database)+",apron.main")
-		}
-		if err := exec(c.c, set); err != nil {
-			return stmt, fmt.Errorf("query: setting database %q: %w", database, err)
-		}
-		c.schema = database
+	if err := c.use(database); err != nil {
+		return stmt, err
 	}
 	// Whatever the statement does, it cannot write to the catalog that
 	// holds Apron's views and macros: DuckDB refuses writes in a
@@ -470,6 +460,25 @@ func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.Prepared
 		return stmt, newError(ErrUnsupportedStatement, "the statement prepared as DuckDB statement type %d, not the query it was admitted as", t)
 	}
 	return stmt, nil
+}
+
+// use makes database the connection's current one.
+func (c *conn) use(database string) error {
+	if c.schema == database {
+		return nil
+	}
+	var set string
+	if database == "" {
+		set = "SET search_path = 'apron.main'"
+	} else {
+		// main keeps Apron's macros (now()) reachable.
+		set = "SET search_path = " + quoteLiteral("apron."+quoteIdent(database)+",apron.main")
+	}
+	if err := exec(c.c, set); err != nil {
+		return fmt.Errorf("query: setting database %q: %w", database, err)
+	}
+	c.schema = database
+	return nil
 }
 
 // begin starts the connection's read-only transaction, if it has none.

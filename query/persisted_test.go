@@ -37,11 +37,19 @@ type storeEnv struct {
 	clock   *clock
 	dataDir string
 	qcfg    Config
+	walFS   wal.FS // the next open's, then nil
 }
 
 func newStoreEnv(t testing.TB, store objstore.Store, qcfg Config) *storeEnv {
 	t.Helper()
-	s := &storeEnv{store: store, clock: &clock{}, dataDir: t.TempDir(), qcfg: qcfg}
+	return newStoreEnvFS(t, store, qcfg, nil)
+}
+
+// newStoreEnvFS is newStoreEnv with the buffer's files on walFS (nil: the
+// OS's) until the next open.
+func newStoreEnvFS(t testing.TB, store objstore.Store, qcfg Config, walFS wal.FS) *storeEnv {
+	t.Helper()
+	s := &storeEnv{store: store, clock: &clock{}, dataDir: t.TempDir(), qcfg: qcfg, walFS: walFS}
 	s.clock.ns.Store(time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	if s.qcfg.CacheDir == "" {
 		s.qcfg.CacheDir = filepath.Join(s.dataDir, "cache")
@@ -61,6 +69,7 @@ func (s *storeEnv) open(t testing.TB) {
 	bcfg.MemLimit = 1 << 30
 	bcfg.WALSync = wal.SyncNone
 	bcfg.Store = s.store
+	bcfg.WALFS, s.walFS = s.walFS, nil
 	bcfg.ReleasePersisted = true
 	bcfg.SegmentDuration = time.Hour
 	bcfg.PersistRetryMin = time.Millisecond

@@ -54,6 +54,9 @@ type queryState struct {
 	// lastValue are the tables whose scans read their last-value cache
 	// instead, when it is ready (lastvalue.go), by lowerKey.
 	lastValue map[buffer.TableKey]*lastValueUse
+	// only, if set, restricts the scans of one table to one of its
+	// persisted files (admitted.only).
+	only *onlySource
 }
 
 func (q *queryState) close() {
@@ -106,8 +109,16 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {
 		qs.lastValue = map[buffer.TableKey]*lastValueUse{lowerKey(k.Database, k.Table): use}
 	}
+	if a.only != nil {
+		// Read as the statement says, from one file: no shortcut applies.
+		qs.only, qs.direct, qs.meta, qs.newest, qs.lastValue = a.only, nil, nil, nil, nil
+	}
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
-	qs.view = e.wb.View()
+	if a.view != nil {
+		qs.view = a.view.Share()
+	} else {
+		qs.view = e.wb.View()
+	}
 	e.qstate.Store(c.id, qs)
 	return qs
 }

@@ -353,7 +353,9 @@ func apron_scan_init(p unsafe.Pointer) {
 			view = g.view
 		}
 		bounds := withCutoff(view, bd.key, bd.bounds)
-		if chunks, ok, err := bd.e.lastValueChunks(view, bd); err != nil {
+		if only := bd.qs.onlyFor(bd.key); only != nil {
+			g.files = only.filter(bd.e.persistedFiles(view, bd.key, bounds))
+		} else if chunks, ok, err := bd.e.lastValueChunks(view, bd); err != nil {
 			g.destroy()
 			duck.InitSetError(info, err.Error())
 			return

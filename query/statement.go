@@ -90,7 +90,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	if p, ok, err := parseDelete(sql, database); err != nil {
 		return nil, err
 	} else if ok {
-		a, err := e.prepareDelete(ctx, p, database)
+		a, _, err := e.prepareDelete(ctx, p, database)
 		if err != nil {
 			return nil, err
 		}
@@ -319,6 +319,18 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	params.Retain()
 	rows := &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}
 	return timed(ctx, e.labeled(rows, a, database), cancel), nil
+}
+
+// runAdmitted runs the admitted statement a, which has no parameters.
+func (e *Engine) runAdmitted(ctx context.Context, a *admitted, database string) (array.RecordReader, error) {
+	ctx, cancel := e.withTimeout(ctx, a)
+	r, err := e.runRow(ctx, a, database, nil, 0)
+	if err != nil {
+		err = causeOf(ctx, err)
+		cancel()
+		return nil, err
+	}
+	return timed(ctx, e.labeled(r, a, database), cancel), nil
 }
 
 // runRow starts the admitted statement a with its parameters bound to row
