@@ -166,7 +166,7 @@ func compactionCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k
 	defer inner.Close()
 	faulty := objstoretest.NewFaulty(inner)
 	cfg := compactionConfig(t, mem, faulty)
-	cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
+	cfg.WALFS = objstoretest.CrashFS{FS: wal.OSFS(), F: faulty}
 	b := openBuffer(t, cfg)
 	want := writeSegments(t, b, 3)
 	faulty.CrashAfter(k)

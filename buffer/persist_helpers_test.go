@@ -19,7 +19,6 @@ import (
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/objstore/objstoretest"
 	"github.com/apron-db/apron/persist"
-	"github.com/apron-db/apron/wal"
 )
 
 // storeKinds are the stores the persist tests run against.
@@ -251,32 +250,6 @@ func checkNoTemp(t *testing.T, dataDir string) {
 			t.Errorf("temporary file %s left", e.Name())
 		}
 	}
-}
-
-// crashFS is the OS file system whose Remove is one more step of a Faulty
-// store's sequence, so that a crash can fall just before a WAL deletion.
-type crashFS struct {
-	wal.FS
-	f *objstoretest.Faulty
-}
-
-// Create gates the writes of the journal of unlisted objects
-// (persist/unlisted.go) like a store operation: once the store has
-// "crashed", the process is dead, and it writes no journal either.
-func (c crashFS) Create(name string) (wal.File, error) {
-	if base := filepath.Base(name); strings.HasPrefix(base, ".unlisted-objects") {
-		if err := c.f.Gate("journal", base); err != nil {
-			return nil, err
-		}
-	}
-	return c.FS.Create(name)
-}
-
-func (c crashFS) Remove(name string) error {
-	if err := c.f.Gate("remove", filepath.Base(name)); err != nil {
-		return err
-	}
-	return c.FS.Remove(name)
 }
 
 var _ io.Reader = (*bytes.Reader)(nil)

@@ -153,7 +153,7 @@ func crashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k int) bool
 	defer inner.Close()
 	faulty := objstoretest.NewFaulty(inner)
 	cfg := persistConfig(t, mem, faulty)
-	cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
+	cfg.WALFS = objstoretest.CrashFS{FS: wal.OSFS(), F: faulty}
 	cfg.ReleasePersisted = k%2 == 0
 	b := openBuffer(t, cfg)
 	faulty.CrashAfter(k)
@@ -543,7 +543,7 @@ func TestPersistCrashThenDrop(t *testing.T) {
 		inner := objstore.NewMemory()
 		faulty := objstoretest.NewFaulty(inner)
 		cfg := persistConfig(t, mem, faulty)
-		cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
+		cfg.WALFS = objstoretest.CrashFS{FS: wal.OSFS(), F: faulty}
 		cfg.PersistConcurrency = 1
 		b := openBuffer(t, cfg)
 		want := writeMixed(t, b, t0.UnixNano(), 300)

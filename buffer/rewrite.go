@@ -221,7 +221,7 @@ const rewriteCommitTimeout = 2 * time.Minute
 // ErrRewriteUnknown: the commit of a rewrite failed after an attempt that
 // may have landed; the next start tells (it applies the compaction file
 // if it is there).
-var ErrRewriteUnknown = errors.New("buffer: the rewrite's commit failed; it may take effect at the next start")
+var ErrRewriteUnknown = errors.New("buffer: the object store did not confirm the commit, so it is not in effect now, but it may take effect at the next start; check the rows once the store is back and the server restarted, and run it again if they are still there")
 
 // Commit commits the files replaced so far (nothing when none was), and
 // ends the rewrite.

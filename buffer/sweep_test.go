@@ -178,7 +178,7 @@ func sweepCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k int)
 	faulty := objstoretest.NewFaulty(inner)
 	cfg := persistConfig(t, mem, faulty)
 	cfg.ReleasePersisted = true
-	cfg.WALFS = crashFS{FS: wal.OSFS(), f: faulty}
+	cfg.WALFS = objstoretest.CrashFS{FS: wal.OSFS(), F: faulty}
 	b := openBuffer(t, cfg)
 	want := writeMixed(t, b, t0.UnixNano(), 300)
 	roll(t, b)

@@ -130,7 +130,7 @@ func (e *Engine) deleteByRewrite(ctx context.Context, p *deletePlan, keep, check
 		}
 		if kept > visible {
 			releasePersistChunks(chunks)
-			return 0, fmt.Errorf("query: DELETE: %d rows of %s stay of the %d it holds", kept, f.Path, visible)
+			return 0, fmt.Errorf("query: internal error, nothing deleted: %d rows of %s would stay of the %d it holds", kept, f.Path, visible)
 		}
 		err = rw.Replace(ctx, src, chunks)
 		releasePersistChunks(chunks)
@@ -174,7 +174,7 @@ func (e *Engine) countVisible(ctx context.Context, p *deletePlan, a *admitted, d
 		return 0, err
 	}
 	count.view, count.only = a.view, a.only
-	rdr, err := e.runAdmitted(ctx, count, database)
+	rdr, err := e.runAdmitted(ctx, count, database, 0, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +191,7 @@ func (e *Engine) countVisible(ctx context.Context, p *deletePlan, a *admitted, d
 // keptRows runs a, the rows of one file that stay, and returns them as
 // chunks in the table's column types, with their count.
 func (e *Engine) keptRows(ctx context.Context, a *admitted, database string, tbl *catalog.Table) (_ []persist.Chunk, rows int64, err error) {
-	rdr, err := e.runAdmitted(ctx, a, database)
+	rdr, err := e.runAdmitted(ctx, a, database, 0, nil)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -228,30 +227,6 @@ func (f *failingStore) objectsLike(match string) []string {
 	return out
 }
 
-// crashFS is the OS file system, dead once the Faulty store has crashed:
-// the process is gone then, and writes no journal of unlisted objects
-// and deletes no file.
-type crashFS struct {
-	wal.FS
-	f *objstoretest.Faulty
-}
-
-func (c crashFS) Create(name string) (wal.File, error) {
-	if base := filepath.Base(name); strings.HasPrefix(base, ".unlisted-objects") {
-		if err := c.f.Gate("journal", base); err != nil {
-			return nil, err
-		}
-	}
-	return c.FS.Create(name)
-}
-
-func (c crashFS) Remove(name string) error {
-	if err := c.f.Gate("remove", filepath.Base(name)); err != nil {
-		return err
-	}
-	return c.FS.Remove(name)
-}
-
 // TestDeleteRewriteCrashAtEachStep crashes the store (and with it the
 // process's writes) at each operation of a DELETE by rewrite, from its
 // reads to its sweep: after a restart the table holds exactly the rows of
@@ -263,7 +238,7 @@ func TestDeleteRewriteCrashAtEachStep(t *testing.T) {
 	for k := 0; ; k++ {
 		inner := objstore.NewMemory()
 		faulty := objstoretest.NewFaulty(inner)
-		s := newStoreEnvFS(t, faulty, Config{}, crashFS{FS: wal.OSFS(), f: faulty})
+		s := newStoreEnvFS(t, faulty, Config{}, objstoretest.CrashFS{FS: wal.OSFS(), F: faulty})
 		w := &written{}
 		for i := range 3 {
 			s.writeRows(w, base+int64(i)*int64(13*time.Hour), 500) // two days

@@ -306,6 +306,12 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	if err != nil {
 		return nil, err
 	}
+	return e.runAdmitted(ctx, a, database, nparams, params)
+}
+
+// runAdmitted runs the admitted statement a, once per row of params when
+// it has parameters (nparams).
+func (e *Engine) runAdmitted(ctx context.Context, a *admitted, database string, nparams int, params arrow.RecordBatch) (array.RecordReader, error) {
 	ctx, cancel := e.withTimeout(ctx, a)
 	first, err := e.runRow(ctx, a, database, params, 0)
 	if err != nil {
@@ -319,18 +325,6 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	params.Retain()
 	rows := &rowsReader{e: e, ctx: ctx, a: a, database: database, params: params, schema: first.Schema(), cur: first, refs: 1}
 	return timed(ctx, e.labeled(rows, a, database), cancel), nil
-}
-
-// runAdmitted runs the admitted statement a, which has no parameters.
-func (e *Engine) runAdmitted(ctx context.Context, a *admitted, database string) (array.RecordReader, error) {
-	ctx, cancel := e.withTimeout(ctx, a)
-	r, err := e.runRow(ctx, a, database, nil, 0)
-	if err != nil {
-		err = causeOf(ctx, err)
-		cancel()
-		return nil, err
-	}
-	return timed(ctx, e.labeled(r, a, database), cancel), nil
 }
 
 // runRow starts the admitted statement a with its parameters bound to row
