@@ -19,6 +19,7 @@ import (
 	"github.com/apron-db/apron/objstore/objstoretest"
 	"github.com/apron-db/apron/persist"
 	"github.com/apron-db/apron/wal"
+	"github.com/apron-db/apron/wal/waltest"
 )
 
 // update runs a DELETE (or any statement that answers a row count).
@@ -233,98 +234,151 @@ func (f *failingStore) objectsLike(match string) []string {
 // before the DELETE or of after it (after, if it answered), twice over,
 // and once swept the store holds exactly the files listed.
 func TestDeleteRewriteCrashAtEachStep(t *testing.T) {
-	const cond = "host = 'h0' OR usage < 300"
+	deleteCrashEachStep(t, false)
+}
+
+// TestDeleteRewritePowerLoss cuts the power of the data dir at each of
+// its file operations during a DELETE by rewrite and its sweep (the
+// rollover of the table's buffered rows, their persist and WAL removal,
+// the journal of the uploads not yet listed), leaves the files as a real
+// power failure could (waltest.FS.PowerLoss), and restarts: the same
+// checks as TestDeleteRewriteCrashAtEachStep. The store does not lose
+// power (an object once written stays).
+func TestDeleteRewritePowerLoss(t *testing.T) {
+	deleteCrashEachStep(t, true)
+}
+
+func deleteCrashEachStep(t *testing.T, powerLoss bool) {
 	outcomes := map[string]int{}
 	for k := 0; ; k++ {
-		inner := objstore.NewMemory()
-		faulty := objstoretest.NewFaulty(inner)
-		s := newStoreEnvFS(t, faulty, Config{}, objstoretest.CrashFS{FS: wal.OSFS(), F: faulty})
-		w := &written{}
-		for i := range 3 {
-			s.writeRows(w, base+int64(i)*int64(13*time.Hour), 500) // two days
-			s.roll()
-		}
-		s.writeRows(w, base+int64(30*time.Hour), 20) // buffered
-		s.waitReleased(t, 3)
-		const q = "SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1"
-		before := s.query(q, "")
-		after := s.query("SELECT epoch_ns(time), host, usage FROM db.cpu WHERE NOT ("+cond+") ORDER BY 1", "")
-		if len(after) == len(before) || len(after) == 0 {
-			t.Fatalf("the condition deletes %d of %d rows", len(before)-len(after), len(before))
-		}
-
-		faulty.CrashAfter(k)
-		done := make(chan error, 1)
-		go func() {
-			n, err := s.update("DELETE FROM db.cpu WHERE " + cond)
-			if err == nil && n != int64(len(before)-len(after)) {
-				err = fmt.Errorf("DELETE answered %d, want %d", n, len(before)-len(after))
-			}
-			if err == nil {
-				err = s.wb.Sweep(context.Background())
-			}
-			done <- err
-		}()
-		var err error
-		finished := false
-		waitFor := time.Now().Add(time.Minute)
-		for !finished && !faulty.Crashed() {
-			select {
-			case err = <-done:
-				finished = true
-			case <-time.After(time.Millisecond):
-			}
-			if time.Now().After(waitFor) {
-				t.Fatalf("k=%d: neither a crash nor the end of the DELETE", k)
-			}
-		}
-		crashed := faulty.Crashed()
-		if !finished {
-			// The process dies: its retries stop as at a shutdown.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			s.wb.FinishPersist(ctx)
-			cancel()
-			err = <-done
-		}
-		if !crashed && err != nil {
-			t.Fatalf("k=%d: %v", k, err)
-		}
-		answered := err == nil
-		s.e.Close()
-		s.wb.Close()
-		s.env.mem.AssertSize(t, 0)
-		s.env.e, s.env.wb = nil, nil
-
-		for restart := range 2 {
-			s.store = inner
-			s.open(t)
-			got := s.query(q, "")
-			switch {
-			case slices.Equal(got, after):
-				outcomes["after"]++
-			case slices.Equal(got, before) && !answered:
-				outcomes["before"]++
-			default:
-				t.Fatalf("k=%d restart %d: %d rows, neither the %d of before the DELETE nor the %d of after it (answered: %v)",
-					k, restart, len(got), len(before), len(after), answered)
-			}
-			if err := s.wb.Sweep(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			checkListedExactly(t, s, inner)
-			s.env.close()
-		}
-		if !crashed {
+		if !deleteCrashAt(t, k, powerLoss, outcomes) {
 			if k < 5 {
 				t.Fatalf("no crash at k=%d: fewer steps than expected", k)
 			}
-			t.Logf("crashed at each of the %d store operations of a DELETE by rewrite and its sweep; restarts that found the table %v", k, outcomes)
+			what := "store"
+			if powerLoss {
+				what = "data dir's file"
+			}
+			t.Logf("crashed at each of the %d %s operations of a DELETE by rewrite and its sweep; restarts that found the table %v", k, what, outcomes)
 			if outcomes["before"] == 0 || outcomes["after"] < 3 {
 				t.Fatalf("the crashes did not fall on both sides of the commit: %v", outcomes)
 			}
 			return
 		}
 	}
+}
+
+// deleteCrashAt runs a DELETE by rewrite and its sweep with a crash after
+// k operations (of the store, or with powerLoss of the data dir's files),
+// restarts twice and checks the table; it returns whether the crash came.
+func deleteCrashAt(t *testing.T, k int, powerLoss bool, outcomes map[string]int) bool {
+	const cond = "host = 'h0' OR usage < 300"
+	inner := objstore.NewMemory()
+	var (
+		s       *storeEnv
+		crashed func() bool
+		faulty  *objstoretest.Faulty
+		power   *waltest.FS
+	)
+	if powerLoss {
+		s = newStoreEnv(t, inner, Config{})
+	} else {
+		faulty = objstoretest.NewFaulty(inner)
+		s = newStoreEnvFS(t, faulty, Config{}, objstoretest.CrashFS{FS: wal.OSFS(), F: faulty})
+		crashed = faulty.Crashed
+	}
+	w := &written{}
+	for i := range 3 {
+		s.writeRows(w, base+int64(i)*int64(13*time.Hour), 500) // two days
+		s.roll()
+	}
+	s.writeRows(w, base+int64(30*time.Hour), 20) // buffered
+	s.waitReleased(t, 3)
+	const q = "SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1"
+	before := s.query(q, "")
+	after := s.query("SELECT epoch_ns(time), host, usage FROM db.cpu WHERE NOT ("+cond+") ORDER BY 1", "")
+	if len(after) == len(before) || len(after) == 0 {
+		t.Fatalf("the condition deletes %d of %d rows", len(before)-len(after), len(before))
+	}
+	if powerLoss {
+		// Restart on a file system that counts what is on disk now as
+		// durable, and cuts the power after k operations.
+		s.env.close()
+		power = waltest.New(nil)
+		s.walFS = power
+		s.open(t)
+		crashed = power.Crashed
+		power.CrashAfter(k)
+	} else {
+		faulty.CrashAfter(k)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		n, err := s.update("DELETE FROM db.cpu WHERE " + cond)
+		if err == nil && n != int64(len(before)-len(after)) {
+			err = fmt.Errorf("DELETE answered %d, want %d", n, len(before)-len(after))
+		}
+		if err == nil {
+			err = s.wb.Sweep(context.Background())
+		}
+		done <- err
+	}()
+	var err error
+	finished := false
+	waitFor := time.Now().Add(time.Minute)
+	for !finished && !crashed() {
+		select {
+		case err = <-done:
+			finished = true
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(waitFor) {
+			t.Fatalf("k=%d: neither a crash nor the end of the DELETE", k)
+		}
+	}
+	wasCrashed := crashed()
+	if !finished {
+		// The process dies: its retries stop as at a shutdown.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.wb.FinishPersist(ctx)
+		cancel()
+		err = <-done
+	}
+	if !wasCrashed && err != nil {
+		t.Fatalf("k=%d: %v", k, err)
+	}
+	answered := err == nil
+	s.e.Close()
+	s.wb.Close()
+	s.env.mem.AssertSize(t, 0)
+	s.env.e, s.env.wb = nil, nil
+	if power != nil {
+		if err := power.PowerLoss(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for restart := range 2 {
+		s.store = inner
+		s.open(t)
+		got := s.query(q, "")
+		switch {
+		case slices.Equal(got, after):
+			outcomes["after"]++
+		case slices.Equal(got, before) && !answered:
+			outcomes["before"]++
+		default:
+			t.Fatalf("k=%d restart %d: %d rows, neither the %d of before the DELETE nor the %d of after it (answered: %v)",
+				k, restart, len(got), len(before), len(after), answered)
+		}
+		if err := s.wb.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		checkListedExactly(t, s, inner)
+		s.env.close()
+	}
+	return wasCrashed
 }
 
 // checkListedExactly checks that the Parquet objects in store are those
