@@ -45,6 +45,7 @@ type deletePlan struct {
 	db, table string
 	keep      string // the query of the rows that stay
 	check     string // SELECT * FROM table WHERE condition ("" without one)
+	probe     string // SELECT true FROM table WHERE condition LIMIT 1 (likewise)
 }
 
 var (
@@ -84,6 +85,7 @@ func parseDelete(sql, database string) (p *deletePlan, ok bool, err error) {
 	// The newline ends a -- comment the condition may end with.
 	p.keep = "SELECT * FROM " + target + " WHERE NOT coalesce((" + cond + "\n), false)"
 	p.check = "SELECT * FROM " + target + " WHERE " + cond
+	p.probe = "SELECT true FROM " + target + " WHERE " + cond + "\nLIMIT 1"
 	return p, true, nil
 }
 
@@ -123,17 +125,43 @@ func (e *Engine) prepareDelete(ctx context.Context, p *deletePlan, database stri
 // whereOf is the WHERE of a plain SELECT's tree (nothing but FROM and
 // WHERE).
 func whereOf(tree map[string]any) (any, bool) {
+	node, ok := selectNode(tree)
+	if !ok || !empty(node["modifiers"]) {
+		return nil, false
+	}
+	return node["where_clause"], true
+}
+
+// selectNode is the one SELECT of tree, if it has a WHERE and no GROUP
+// BY, HAVING or QUALIFY.
+func selectNode(tree map[string]any) (map[string]any, bool) {
 	stmts, _ := tree["statements"].([]any)
 	if len(stmts) != 1 {
 		return nil, false
 	}
 	st, _ := stmts[0].(map[string]any)
 	node, _ := st["node"].(map[string]any)
-	if node["type"] != "SELECT_NODE" || !empty(node["modifiers"]) || !empty(node["group_expressions"]) ||
+	if node["type"] != "SELECT_NODE" || !empty(node["group_expressions"]) ||
 		node["having"] != nil || node["qualify"] != nil || node["where_clause"] == nil {
 		return nil, false
 	}
-	return node["where_clause"], true
+	return node, true
+}
+
+// admitProbe admits the delete's probe (p.probe), the query of whether a
+// file holds a row the condition matches, and checks that its condition
+// is check's.
+func (e *Engine) admitProbe(ctx context.Context, p *deletePlan, check *admitted, database string) (*admitted, error) {
+	probe, err := e.admit(ctx, p.probe, database)
+	if err != nil {
+		return nil, err
+	}
+	node, ok := selectNode(probe.tree)
+	cond, _ := whereOf(check.tree)
+	if !ok || !reflect.DeepEqual(withoutLocations(node["where_clause"]), withoutLocations(cond)) {
+		return nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
+	}
+	return probe, nil
 }
 
 // negatedCoalesce is X of NOT coalesce(X, false), nil for anything else.

@@ -27,9 +27,11 @@ import (
 // once. So memory holds one file's rows at a time, writes go on (rows
 // written after the DELETE began are not deleted), and readers see the
 // table before the delete or after it. Files the condition's time bounds
-// exclude are not read. Functions of the moment (now()) are evaluated once
-// per file, so across files the instant they stand for may differ by the
-// time the delete takes.
+// exclude are not read; of the others, only those in which the condition
+// finds a row (asked first, through the scan's pruning) are read whole.
+// Functions of the moment (now()) are evaluated once per file, so across
+// files the instant they stand for may differ by the time the delete
+// takes.
 
 // onlySource restricts the scans of one table to one of its persisted
 // files.
@@ -99,8 +101,12 @@ func (e *Engine) deleteByRewrite(ctx context.Context, p *deletePlan, keep, check
 	// The time bounds of the condition: a file outside them loses no row.
 	key := lowerKey(p.db, p.table)
 	bounds := allTime
+	var probe *admitted
 	if check != nil {
 		if bounds, err = e.boundsOf(ctx, check, database, key); err != nil {
+			return 0, err
+		}
+		if probe, err = e.admitProbe(ctx, p, check, database); err != nil {
 			return 0, err
 		}
 	}
@@ -111,8 +117,25 @@ func (e *Engine) deleteByRewrite(ctx context.Context, p *deletePlan, keep, check
 		if f.MaxTime < bounds.min || f.MinTime > bounds.max || f.MaxTime < cutoff {
 			continue
 		}
+		only := &onlySource{key: key, path: f.Path}
+		if probe != nil {
+			// Whether any row of the file matches, through the scan's
+			// pruning (row group and page statistics, dictionaries): a
+			// host that the file does not hold costs its footer, not a
+			// read of its rows; one it holds, the condition's columns up
+			// to the first match.
+			m := *probe
+			m.view, m.only = rw.View(), only
+			hit, err := e.anyRow(ctx, &m, database)
+			if err != nil {
+				return 0, err
+			}
+			if !hit {
+				continue
+			}
+		}
 		one := *keep
-		one.view, one.only = rw.View(), &onlySource{key: key, path: f.Path}
+		one.view, one.only = rw.View(), only
 		visible := f.Rows
 		if f.MinTime < cutoff {
 			// Some of its rows have expired: count those the query sees.
@@ -165,6 +188,21 @@ func (e *Engine) boundsOf(ctx context.Context, a *admitted, database string, k b
 		return tb, nil
 	}
 	return allTime, nil
+}
+
+// anyRow says whether a returns a row; it stops reading at the first.
+func (e *Engine) anyRow(ctx context.Context, a *admitted, database string) (bool, error) {
+	rdr, err := e.runAdmitted(ctx, a, database, 0, nil)
+	if err != nil {
+		return false, err
+	}
+	defer rdr.Release()
+	for rdr.Next() {
+		if rdr.RecordBatch().NumRows() > 0 {
+			return true, nil
+		}
+	}
+	return false, rdr.Err()
 }
 
 // countVisible counts the rows of the file a (restricted by only) reads.
