@@ -115,6 +115,7 @@ func (e *Engine) deleteByRewrite(ctx context.Context, p *deletePlan, keep, check
 	for _, src := range rw.Sources() {
 		f := src.File
 		if f.MaxTime < bounds.min || f.MinTime > bounds.max || f.MaxTime < cutoff {
+			e.deleteFilesSkipped.Add(1)
 			continue
 		}
 		only := &onlySource{key: key, path: f.Path}
@@ -131,9 +132,11 @@ func (e *Engine) deleteByRewrite(ctx context.Context, p *deletePlan, keep, check
 				return 0, err
 			}
 			if !hit {
+				e.deleteFilesSkipped.Add(1)
 				continue
 			}
 		}
+		e.deleteFilesRead.Add(1)
 		one := *keep
 		one.view, one.only = rw.View(), only
 		visible := f.Rows

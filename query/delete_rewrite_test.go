@@ -125,7 +125,13 @@ func TestDeleteRewrite(t *testing.T) {
 			del(fmt.Sprintf("time < %s", nsLiteral(base+int64(90*time.Minute))))
 			del("usage > 90 AND host = 'h2'")
 			del("usage IS NULL")
+			// A host no file holds: the probe finds no row, no file is
+			// read whole.
+			read, skipped := s.e.Stats().DeleteFilesRead, s.e.Stats().DeleteFilesSkipped
 			del("host = 'nobody'")
+			if st := s.e.Stats(); st.DeleteFilesRead != read || st.DeleteFilesSkipped == skipped {
+				t.Fatalf("a DELETE of a host no file holds read %d files whole and skipped %d", st.DeleteFilesRead-read, st.DeleteFilesSkipped-skipped)
+			}
 			before := rewrittenFiles(s)
 			del("host IN (SELECT host FROM db.cpu WHERE usage > 99.5)") // the replace
 			if rewrittenFiles(s) > before {

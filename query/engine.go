@@ -164,6 +164,9 @@ type Engine struct {
 	// newestChunks and newestFiles are left out as older than a top-n's
 	// rows (newest.go).
 	newestChunks, newestFiles atomic.Int64
+	// deleteFilesRead and deleteFilesSkipped are the persisted files a
+	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
+	deleteFilesRead, deleteFilesSkipped atomic.Int64
 	lastValueUses             atomic.Int64 // scans fed from a last-value cache
 	// stopFills ends the goroutine that fills last-value caches;
 	// fillsDone is closed when it has returned.
@@ -348,6 +351,10 @@ type Stats struct {
 	// Chunks and files left out of an ORDER BY time DESC LIMIT n as older
 	// than its rows (newest.go).
 	NewestChunks, NewestFiles int64
+	// Persisted files a DELETE by rewrite read whole, and those it did
+	// not: outside its condition's time bounds, or without a row it
+	// matches (delete_rewrite.go).
+	DeleteFilesRead, DeleteFilesSkipped int64
 }
 
 // Stats describes the engine now.
@@ -362,6 +369,7 @@ func (e *Engine) Stats() Stats {
 	st.ShapeHits, st.ShapeMisses, _, _ = e.shapes.stats()
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
+	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
 		st.CacheFetchedBytes = c.fetchedBytes.Load()

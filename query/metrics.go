@@ -24,6 +24,8 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_metadata_files_total", "Persisted files counted from their metadata, not read.", func(s Stats) float64 { return float64(s.MetaFiles) }),
 		counter("apron_query_newest_chunks_skipped_total", "Buffered chunks left out of an ORDER BY time DESC LIMIT as older than its rows.", func(s Stats) float64 { return float64(s.NewestChunks) }),
 		counter("apron_query_newest_files_skipped_total", "Persisted files left out of an ORDER BY time DESC LIMIT as older than its rows.", func(s Stats) float64 { return float64(s.NewestFiles) }),
+		counter("apron_query_delete_files_read_total", "Persisted files a DELETE by rewrite read whole.", func(s Stats) float64 { return float64(s.DeleteFilesRead) }),
+		counter("apron_query_delete_files_skipped_total", "Persisted files a DELETE by rewrite did not read: outside its time bounds, or without a row it matches.", func(s Stats) float64 { return float64(s.DeleteFilesSkipped) }),
 		counter("apron_query_direct_scans_total", "Queries streamed straight from storage.", func(s Stats) float64 { return float64(s.DirectScans) }),
 		counter("apron_query_parse_cache_hits_total", "Statements whose parse was found in the parse cache.", func(s Stats) float64 { return float64(s.ParseHits) }),
 		counter("apron_query_parse_cache_misses_total", "Statements parsed by DuckDB.", func(s Stats) float64 { return float64(s.ParseMisses) }),
