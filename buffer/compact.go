@@ -55,13 +55,17 @@ func (b *WriteBuffer) Compact(ctx context.Context) error {
 // goroutine, whose work its pacer may do meanwhile (compact_pace.go).
 func (b *WriteBuffer) compact(ctx context.Context, inPersister bool) error {
 	// A rewrite (rewrite.go) in progress: its files are not merged under
-	// it, the next round merges them.
+	// it; the round is owed, and runs when it ends (compact_turn.go).
 	select {
 	case b.rewriting <- struct{}{}:
 	default:
+		if b.cfg.CompactionInterval > 0 {
+			b.compactTurn.owe()
+		}
 		return nil
 	}
 	defer func() { <-b.rewriting }()
+	defer b.compactTurn.paid()
 	for _, job := range b.compactionJobs() {
 		if b.draining() || ctx.Err() != nil {
 			return ctx.Err()

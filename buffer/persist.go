@@ -29,8 +29,11 @@ type persistState struct {
 	store  *persist.Store
 	notify chan struct{}
 	sweep  chan struct{} // kickSweep (sweep.go)
-	cancel context.CancelFunc
-	done   chan struct{}
+	// compactNow asks for a compaction round (kickCompaction,
+	// compact_turn.go).
+	compactNow chan struct{}
+	cancel     context.CancelFunc
+	done       chan struct{}
 	// drain is closed by FinishPersist (shutdown.go): the persister
 	// finishes what it is persisting, starts nothing new, and retries no
 	// failed attempt.
@@ -65,6 +68,7 @@ type persistState struct {
 func (b *WriteBuffer) openStore() error {
 	b.persist.notify = make(chan struct{}, 1)
 	b.persist.sweep = make(chan struct{}, 1)
+	b.persist.compactNow = make(chan struct{}, 1)
 	if b.cfg.Store == nil {
 		return nil
 	}
@@ -277,6 +281,10 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 			case <-tick.C:
 			case <-b.persist.sweep:
 			case <-compactTick:
+				if err := b.compact(ctx, true); err != nil {
+					return // only cancellation ends retries
+				}
+			case <-b.persist.compactNow:
 				if err := b.compact(ctx, true); err != nil {
 					return // only cancellation ends retries
 				}

@@ -22,8 +22,9 @@ import (
 //     rows of the table is persisted and out of memory: from then on the
 //     rows written before the rewrite began are all in persisted files.
 //     Rows written after it are in later segments, which the rewrite does
-//     not touch (the DELETE is of the rows it found). Then it takes
-//     WriteBuffer.rewriting (so no compaction merges the files it reads,
+//     not touch (the DELETE is of the rows it found). It lets a
+//     compaction round that an earlier rewrite made skip run first
+//     (compact_turn.go). Then it takes WriteBuffer.rewriting (so no compaction merges the files it reads,
 //     nor another rewrite replaces them) and a View: the files of the
 //     table in that View are the rewrite's Sources, read through it.
 //   - Replace writes and uploads the file that replaces one source, with
@@ -98,6 +99,9 @@ func (b *WriteBuffer) BeginRewrite(ctx context.Context, db, table string) (*Rewr
 	if err := b.waitPersisted(ctx, db, table, upTo); err != nil {
 		return nil, err
 	}
+	if err := b.waitCompactionTurn(ctx, db, table); err != nil {
+		return nil, err
+	}
 	select {
 	case b.rewriting <- struct{}{}:
 	case <-ctx.Done():
@@ -107,7 +111,7 @@ func (b *WriteBuffer) BeginRewrite(ctx context.Context, db, table string) (*Rewr
 	tbl, ok := v.Catalog().Table(db, table)
 	if !ok {
 		v.Release()
-		<-b.rewriting
+		b.releaseRewriting()
 		return nil, fmt.Errorf("%w: database %q table %q (dropped meanwhile)", catalog.ErrTableNotFound, db, table)
 	}
 	r := &Rewrite{b: b, db: db, table: table, tbl: tbl, view: v, gen: b.persist.store.NextGeneration(), minSeg: math.MaxUint64}
@@ -295,5 +299,5 @@ func (r *Rewrite) Abort() {
 func (r *Rewrite) end() {
 	r.over = true
 	r.view.Release()
-	<-r.b.rewriting
+	r.b.releaseRewriting()
 }

@@ -82,6 +82,9 @@ type WriteBuffer struct {
 	// of them to its commit, and by a round of compactions: the two never
 	// replace the same file (rewrite.go).
 	rewriting chan struct{}
+	// compactTurn makes rewrites let the compactions they delay run
+	// (compact_turn.go).
+	compactTurn compactTurn
 
 	// walFailed is closed when the WAL fails (wal.Options.OnFail).
 	walFailed     chan struct{}
