@@ -167,7 +167,7 @@ type Engine struct {
 	// deleteFilesRead and deleteFilesSkipped are the persisted files a
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
 	deleteFilesRead, deleteFilesSkipped atomic.Int64
-	lastValueUses             atomic.Int64 // scans fed from a last-value cache
+	lastValueUses                       atomic.Int64 // scans fed from a last-value cache
 	// stopFills ends the goroutine that fills last-value caches;
 	// fillsDone is closed when it has returned.
 	stopFills context.CancelFunc
