@@ -149,6 +149,7 @@ func BenchmarkCompaction(b *testing.B) {
 	b.ReportMetric(float64(filesBefore), "files_before")
 	b.ReportMetric(float64(filesAfter), "files_after")
 	b.ReportMetric(float64(peakHeap)/1e6, "peak_heap_MB")
+	b.ReportMetric(float64(sampler.peakLive.Load())/1e6, "peak_live_heap_MB")
 	b.ReportMetric(float64(peakRSS)/1e6, "peak_rss_MB")
 	b.Logf("compaction %s, direct pqarrow %s; %d files → %d", elapsed, direct, filesBefore, filesAfter)
 }
