@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -37,6 +38,8 @@ import (
 // ratios are of the medians; every round drops its tables and waits for their
 // segment to be persisted, so each starts from the same state. APRON_BENCH_CLI_ROWS sets the rows
 // (default 11M: a ~1 GB CSV), APRON_BENCH_CLI_ROUNDS the rounds (5).
+// APRON_BENCH_PIN=1 runs the server on CPU 0 and the clients on CPU 1
+// (pinApart), to see which side limits each rate.
 //
 //	go test -tags duckdb_arrow -run '^$' -bench BenchmarkCLI -benchtime 1x -v ./integration/
 func BenchmarkCLI(b *testing.B) {
@@ -55,6 +58,7 @@ func BenchmarkCLI(b *testing.B) {
 	b.Logf("%d rows: CSV %.0f MB, Parquet %.0f MB", rows, float64(fileSize(b, csvPath))/1e6, float64(fileSize(b, pqPath))/1e6)
 
 	s := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB")...)
+	pinApart(b, s)
 	c := sqlClient(b, s.Addr, nil)
 	defer c.Close()
 	ctx := context.Background()
@@ -225,4 +229,21 @@ func writeBenchParquet(b *testing.B, path string, recs []arrow.RecordBatch) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// pinApart, with APRON_BENCH_PIN=1, pins every thread of the server to
+// CPU 0 and every thread of this process to CPU 1 (taskset -a), and so the
+// CLI processes it starts: on two cores the client's work and the
+// server's then no longer take each other's time, and a rate shows which
+// of the two limits it.
+func pinApart(b *testing.B, s *server) {
+	if os.Getenv("APRON_BENCH_PIN") != "1" {
+		return
+	}
+	for cpu, pid := range map[string]int{"0": s.cmd.Process.Pid, "1": os.Getpid()} {
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", cpu, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+			b.Fatalf("taskset -a -p -c %s %d: %v: %s", cpu, pid, err, out)
+		}
+	}
+	b.Logf("server on CPU 0, clients on CPU 1")
 }
