@@ -24,26 +24,7 @@ import (
 // aggregate within 1.3x of DuckDB over the compacted files, files opened
 // ≤ 31, the selective query ≤ 50 ms.
 func BenchmarkCompactedQuery(b *testing.B) {
-	days := envInt(b, "APRON_BENCH_DAYS", 30)
-	per := envInt(b, "APRON_BENCH_FILE_ROWS", 7000)
-	store, err := objstore.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := newStoreEnv(b, store, Config{})
-	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
-	day0 := time.Unix(0, base).UTC().Truncate(24 * time.Hour)
-	hosts := make([]string, benchSeries)
-	for i := range hosts {
-		hosts[i] = fmt.Sprintf("host-%03d", i)
-	}
-	for h := range days * 24 {
-		rec, _ := usageRecord(s.mem, schema, hosts, day0.Add(time.Duration(h)*time.Hour).UnixNano(), int64(time.Hour)/int64(per), per, h*per)
-		s.write("db", "t", rec) // releases rec
-		s.roll()
-	}
-	s.waitReleased(b, days*24) // the buffer's loop rolls the last one over on the (fake) clock
+	s, day0, days := persistedMonth(b, nil)
 
 	paths := func() []string { return s.persistedPaths(b) }
 	ref := newRefDB(b)
@@ -88,4 +69,36 @@ func BenchmarkCompactedQuery(b *testing.B) {
 	}
 	b.Logf("compaction of %d files: %s", days*24, time.Since(start))
 	run("after")
+}
+
+// persistedMonth persists APRON_BENCH_DAYS (30) days × 24 one-hour
+// segments of db.t (APRON_BENCH_FILE_ROWS rows each, default 7,000) of
+// 100 hosts, or of hostsAt(h, the 100) for hour h, to a local store. It
+// returns the engine, the first day and the days.
+func persistedMonth(b *testing.B, hostsAt func(h int, hosts []string) []string) (*storeEnv, time.Time, int) {
+	days := envInt(b, "APRON_BENCH_DAYS", 30)
+	per := envInt(b, "APRON_BENCH_FILE_ROWS", 7000)
+	store, err := objstore.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newStoreEnv(b, store, Config{})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	day0 := time.Unix(0, base).UTC().Truncate(24 * time.Hour)
+	hosts := make([]string, benchSeries)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("host-%03d", i)
+	}
+	for h := range days * 24 {
+		hs := hosts
+		if hostsAt != nil {
+			hs = hostsAt(h, hosts)
+		}
+		rec, _ := usageRecord(s.mem, schema, hs, day0.Add(time.Duration(h)*time.Hour).UnixNano(), int64(time.Hour)/int64(per), per, h*per)
+		s.write("db", "t", rec) // releases rec
+		s.roll()
+	}
+	s.waitReleased(b, days*24) // the buffer's loop rolls the last one over on the (fake) clock
+	return s, day0, days
 }

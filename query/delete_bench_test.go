@@ -9,10 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/apron-db/apron/objstore"
 )
 
 // BenchmarkDeleteRewrite: DELETEs of a table of 30 days (APRON_BENCH_DAYS)
@@ -25,31 +21,12 @@ import (
 // rows deleted, the files rewritten, and the peak of the buffer's Arrow
 // memory while the DELETE ran (the rows of one file at a time).
 func BenchmarkDeleteRewrite(b *testing.B) {
-	days := envInt(b, "APRON_BENCH_DAYS", 30)
-	per := envInt(b, "APRON_BENCH_FILE_ROWS", 7000)
-	store, err := objstore.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := newStoreEnv(b, store, Config{})
-	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
-	day0 := time.Unix(0, base).UTC().Truncate(24 * time.Hour)
-	hosts := make([]string, benchSeries)
-	for i := range hosts {
-		hosts[i] = fmt.Sprintf("host-%03d", i)
-	}
-	withOld := append(append([]string(nil), hosts...), "host-old")
-	for h := range days * 24 {
-		hs := hosts
+	s, day0, days := persistedMonth(b, func(h int, hosts []string) []string {
 		if h < 24 {
-			hs = withOld
+			return append(append([]string(nil), hosts...), "host-old")
 		}
-		rec, _ := usageRecord(s.mem, schema, hs, day0.Add(time.Duration(h)*time.Hour).UnixNano(), int64(time.Hour)/int64(per), per, h*per)
-		s.write("db", "t", rec) // releases rec
-		s.roll()
-	}
-	s.waitReleased(b, days*24)
+		return hosts
+	})
 
 	hour := day0.Add(time.Duration(days*24/2) * time.Hour)
 	cases := []struct{ name, cond string }{
