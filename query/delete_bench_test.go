@@ -19,7 +19,7 @@ import (
 // so run it with -benchtime 1x): a host no file holds, host-old (24
 // files of 720), one hour, and a host every file holds. It reports the
 // rows deleted, the files rewritten, and the peak of the buffer's Arrow
-// memory while the DELETE ran (the rows of one file at a time).
+// memory while the DELETE ran (the rows of two files at most).
 func BenchmarkDeleteRewrite(b *testing.B) {
 	s, day0, days := persistedMonth(b, func(h int, hosts []string) []string {
 		if h < 24 {

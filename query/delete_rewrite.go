@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,7 +25,8 @@ import (
 // delete's query of the rows that stay (the same admitted statement,
 // restricted to that file: admitted.only), and a file that loses rows is
 // replaced by a file of the rows that stay; all of them are committed at
-// once. So memory holds one file's rows at a time, writes go on (rows
+// once. Memory holds the rows of two files at most (one is read while
+// the one before is written, rewriteJob), writes go on (rows
 // written after the DELETE began are not deleted), and readers see the
 // table before the delete or after it. Files the condition's time bounds
 // exclude are not read; of the others, only those in which the condition
@@ -111,64 +113,114 @@ func (e *Engine) deleteByRewrite(ctx context.Context, p *deletePlan, keep, check
 		}
 	}
 	cutoff := rw.View().Cutoff(p.db)
-	var deleted int64
-	for _, src := range rw.Sources() {
-		f := src.File
-		if f.MaxTime < bounds.min || f.MinTime > bounds.max || f.MaxTime < cutoff {
-			e.deleteFilesSkipped.Add(1)
-			continue
-		}
-		only := &onlySource{key: key, path: f.Path}
-		if probe != nil {
-			// Whether any row of the file matches, through the scan's
-			// pruning (row group and page statistics, dictionaries): a
-			// host that the file does not hold costs its footer, not a
-			// read of its rows; one it holds, the condition's columns up
-			// to the first match.
-			m := *probe
-			m.view, m.only = rw.View(), only
-			hit, err := e.anyRow(ctx, &m, database)
-			if err != nil {
-				return 0, err
-			}
-			if !hit {
+	// The files are read (DuckDB) and written (the Parquet encoder) in
+	// turn, one ahead: while a file's rows that stay are written, the next
+	// file's are read. So memory holds two files' rows at most.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan rewriteJob)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(jobs)
+		for _, src := range rw.Sources() {
+			f := src.File
+			if f.MaxTime < bounds.min || f.MinTime > bounds.max || f.MaxTime < cutoff {
 				e.deleteFilesSkipped.Add(1)
 				continue
 			}
-		}
-		e.deleteFilesRead.Add(1)
-		one := *keep
-		one.view, one.only = rw.View(), only
-		visible := f.Rows
-		if f.MinTime < cutoff {
-			// Some of its rows have expired: count those the query sees.
-			if visible, err = e.countVisible(ctx, p, &one, database); err != nil {
-				return 0, err
+			j := e.readForRewrite(rctx, p, rw, src, keep, probe, cutoff, database)
+			if j.skip {
+				e.deleteFilesSkipped.Add(1)
+				continue
+			}
+			select {
+			case jobs <- j:
+			case <-rctx.Done():
+				releasePersistChunks(j.chunks)
+				return
+			}
+			if j.err != nil {
+				return
 			}
 		}
-		chunks, kept, err := e.keptRows(ctx, &one, database, rw.Table())
-		if err != nil {
-			return 0, err
+	})
+	defer func() {
+		cancel()
+		for j := range jobs {
+			releasePersistChunks(j.chunks)
 		}
-		if kept == visible {
-			releasePersistChunks(chunks)
+		wg.Wait()
+	}()
+	var deleted int64
+	for j := range jobs {
+		if j.err != nil {
+			return 0, j.err
+		}
+		e.deleteFilesRead.Add(1)
+		if j.kept == j.visible {
+			releasePersistChunks(j.chunks)
 			continue
 		}
-		if kept > visible {
-			releasePersistChunks(chunks)
-			return 0, fmt.Errorf("query: internal error, nothing deleted: %d rows of %s would stay of the %d it holds", kept, f.Path, visible)
+		if j.kept > j.visible {
+			releasePersistChunks(j.chunks)
+			return 0, fmt.Errorf("query: internal error, nothing deleted: %d rows of %s would stay of the %d it holds", j.kept, j.src.File.Path, j.visible)
 		}
-		err = rw.Replace(ctx, src, chunks)
-		releasePersistChunks(chunks)
+		err := rw.Replace(ctx, j.src, j.chunks)
+		releasePersistChunks(j.chunks)
 		if err != nil {
 			return 0, err
 		}
-		deleted += visible - kept
+		deleted += j.visible - j.kept
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // the reader stopped early
 	}
 	if err := rw.Commit(ctx); err != nil {
 		return 0, err
 	}
 	return deleted, nil
+}
+
+// rewriteJob is one persisted file read for a DELETE by rewrite: the
+// rows of it that stay (kept of the visible it holds), or skip when the
+// condition matches none of its rows, or the error that stopped the read.
+type rewriteJob struct {
+	src           buffer.RewriteSource
+	chunks        []persist.Chunk
+	kept, visible int64
+	skip          bool
+	err           error
+}
+
+// readForRewrite reads src for the DELETE by rewrite rw: first, if probe
+// is set, whether any of its rows match (through the scan's pruning: row
+// group and page statistics, dictionaries; a host that the file does not
+// hold costs its footer, not a read of its rows; one it holds, the
+// condition's columns up to the first match), then the rows of it that
+// stay (keep, restricted to the file).
+func (e *Engine) readForRewrite(ctx context.Context, p *deletePlan, rw *buffer.Rewrite, src buffer.RewriteSource, keep, probe *admitted, cutoff int64, database string) rewriteJob {
+	f := src.File
+	only := &onlySource{key: lowerKey(p.db, p.table), path: f.Path}
+	j := rewriteJob{src: src, visible: f.Rows}
+	if probe != nil {
+		m := *probe
+		m.view, m.only = rw.View(), only
+		hit, err := e.anyRow(ctx, &m, database)
+		if err != nil || !hit {
+			j.err, j.skip = err, err == nil
+			return j
+		}
+	}
+	one := *keep
+	one.view, one.only = rw.View(), only
+	if f.MinTime < cutoff {
+		// Some of its rows have expired: count those the query sees.
+		if j.visible, j.err = e.countVisible(ctx, p, &one, database); j.err != nil {
+			return j
+		}
+	}
+	j.chunks, j.kept, j.err = e.keptRows(ctx, &one, database, rw.Table())
+	return j
 }
 
 // boundsOf is the hull of the time bounds a's WHERE puts on table k

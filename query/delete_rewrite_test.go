@@ -187,6 +187,47 @@ func TestDeleteRewriteFailsWhole(t *testing.T) {
 	}
 }
 
+// TestDeleteRewriteCancelled: a client that gives up on its DELETE once
+// the first file's replacement is uploaded (while the next file is being
+// read) gets an error, and nothing is deleted: the files replaced so far
+// are not committed. Several times over, since where the reader of the
+// next file stands when the cancellation comes varies.
+func TestDeleteRewriteCancelled(t *testing.T) {
+	for i := range 6 {
+		store := &failingStore{Store: objstore.NewMemory(), left: -1}
+		s := newStoreEnv(t, store, Config{})
+		w := &written{}
+		for i := range 4 {
+			s.writeRows(w, base+int64(i)*int64(2*time.Hour), 1000)
+			s.roll()
+		}
+		s.waitReleased(t, 4)
+		const q = "SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1, 2, 3"
+		all := s.query(q, "")
+		ctx, cancel := context.WithCancel(context.Background())
+		store.mu.Lock()
+		store.onPut = func(name string) {
+			if strings.Contains(name, "/r") {
+				cancel()
+			}
+		}
+		store.mu.Unlock()
+		st, err := s.e.Prepare(ctx, "DELETE FROM db.cpu WHERE host = 'h0'", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.e.Exec(ctx, st, nil); err == nil {
+			t.Fatalf("round %d: the DELETE answered %d rows after its client gave up", i, n)
+		}
+		cancel()
+		equalRows(t, "after the cancelled DELETE", s.query(q, ""), all)
+		if n := rewrittenFiles(s); n != 0 {
+			t.Fatalf("round %d: %d rewritten files listed after the cancelled DELETE", i, n)
+		}
+		s.env.close()
+	}
+}
+
 // failingStore fails the uploads of objects whose name holds a string,
 // once it has let a number of them through.
 type failingStore struct {
@@ -194,6 +235,8 @@ type failingStore struct {
 	mu    sync.Mutex
 	left  int // uploads let through before failing; -1: never fail
 	match string
+	// onPut, if set, is called after each upload that succeeded.
+	onPut func(name string)
 }
 
 func (f *failingStore) failAfter(n int, match string) {
@@ -216,7 +259,16 @@ func (f *failingStore) Put(ctx context.Context, name string, data io.Reader, siz
 	if fail {
 		return fmt.Errorf("test: upload of %s refused", name)
 	}
-	return f.Store.Put(ctx, name, data, size, opts)
+	if err := f.Store.Put(ctx, name, data, size, opts); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	onPut := f.onPut
+	f.mu.Unlock()
+	if onPut != nil {
+		onPut(name)
+	}
+	return nil
 }
 
 // objectsLike lists the objects whose name holds match.
