@@ -223,7 +223,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
-		procs:       &procBoost{extra: cfg.ExtraProcs},
+		procs:       newProcBoost(cfg.ExtraProcs),
 		parses:      newLRU[string, *parsed](defaultParseCacheBytes),
 		shapes:      newLRU[shapeKey, *shape](defaultShapeCacheEntries),
 		boundValues: newLRU[string, evaluated](defaultBoundValueBytes),
@@ -312,6 +312,7 @@ func (e *Engine) Close() error {
 	e.typesMu.Unlock()
 	// Every query has given its connection back: no scan allocates now.
 	e.scanMem.Close()
+	e.procs.close()
 	return nil
 }
 
