@@ -4,6 +4,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -132,6 +133,17 @@ func TestDeleteRewrite(t *testing.T) {
 			if st := s.e.Stats(); st.DeleteFilesRead != read || st.DeleteFilesSkipped == skipped {
 				t.Fatalf("a DELETE of a host no file holds read %d files whole and skipped %d", st.DeleteFilesRead-read, st.DeleteFilesSkipped-skipped)
 			}
+			// A condition that ends in a line comment (the probe appends
+			// its LIMIT on a line of its own); conditions that try to reach
+			// past the WHERE are refused, with nothing changed.
+			del("host = 'h3' -- a comment")
+			unchanged := s.query("SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1, 2, 3", "")
+			for _, cond := range []string{"true) OR (true", "host = 'h4' LIMIT 1", "host = 'h4' OFFSET 1", "host = 'h4'; SELECT 1", "host = 'h4' /*"} {
+				if n, err := s.update("DELETE FROM db.cpu WHERE " + cond); !errors.Is(err, ErrSyntax) {
+					t.Fatalf("DELETE … WHERE %s: %d, %v; want ErrSyntax", cond, n, err)
+				}
+			}
+			equalRows(t, "after the refused DELETEs", s.query("SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1, 2, 3", ""), unchanged)
 			before := rewrittenFiles(s)
 			del("host IN (SELECT host FROM db.cpu WHERE usage > 99.5)") // the replace
 			if rewrittenFiles(s) > before {
