@@ -234,7 +234,7 @@ func (e *Engine) boundsOf(ctx context.Context, a *admitted, database string, k b
 	if err := c.use(database); err != nil {
 		return allTime, err
 	}
-	b, _, _, err := e.scanBounds(c, a.tree)
+	b, _, _, _, err := e.scanBounds(c, a.tree)
 	if err != nil {
 		e.log.Debug("DELETE: the condition's time bounds are not known; every file is read", "err", err)
 		return allTime, nil

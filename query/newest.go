@@ -5,6 +5,10 @@ package query
 import (
 	"cmp"
 	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/persist"
@@ -27,20 +31,38 @@ import (
 // every time is before T are left out. Those with rows at T or later are
 // all kept, so every row the answer could hold is read, ties included:
 // the answer is one the full scan could give.
+//
+// With string equalities in the WHERE besides the bounds (WHERE host =
+// 'h7' [AND …]: the latest points of a series), a chunk's sure rows are
+// those of its rows whose columns hold the values (countEqual: a count
+// over the chunk's dictionary indices, newest chunks first, so that the
+// answer's few rows cost a chunk or two); a persisted file's are not
+// known without reading it, and count for none, which prunes less but
+// never wrongly.
 
 // newestPrune is the pruning of one such query.
 type newestPrune struct {
 	key   buffer.TableKey // lower-cased
 	n     int64
 	exact timeBounds
+	// equals, if set, are the values columns must hold besides (by
+	// lower-cased column name; a row matches if each column holds one of
+	// its values).
+	equals map[string][]string
 }
 
 // newestOf returns the pruning of the statement tree, nil if its shape
-// is not the one above. exact is scanBounds'.
-func newestOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBounds) *newestPrune {
+// is not the one above. exact, exactEq and equals are scanBounds'.
+func newestOf(tree map[string]any, db string, exact, exactEq map[buffer.TableKey]timeBounds, equals map[buffer.TableKey]map[string][]string) *newestPrune {
 	sel, ok := plainTableSelect(tree, db, exact)
+	var eq map[string][]string
 	if !ok {
-		return nil
+		if sel, ok = plainTableSelect(tree, db, exactEq); !ok {
+			return nil
+		}
+		if eq = equals[sel.key]; len(eq) == 0 {
+			return nil
+		}
 	}
 	node, key, b := sel.node, sel.key, sel.exact
 	sh := &shapeCheck{alias: sel.alias, table: sel.table}
@@ -73,7 +95,7 @@ func newestOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBoun
 	if !ok {
 		return nil
 	}
-	return &newestPrune{key: key, n: n, exact: b}
+	return &newestPrune{key: key, n: n, exact: b, equals: eq}
 }
 
 // prune leaves out of chunks and files those whose rows are all older
@@ -81,22 +103,39 @@ func newestOf(tree map[string]any, db string, exact map[buffer.TableKey]timeBoun
 // many it left out. Chunks left out are released.
 func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
 	sure := metaAgg{exact: p.exact}
-	type span struct{ min, rows int64 }
+	type span struct {
+		min, rows int64
+		rec       arrow.RecordBatch // with equals: its rows are to be counted
+	}
 	var spans []span
 	for _, c := range chunks {
 		if n := c.Rec.NumRows(); n > 0 && sure.sure(c.MinTime, c.MaxTime, cutoff) {
-			spans = append(spans, span{c.MinTime, n})
+			if p.equals != nil {
+				spans = append(spans, span{min: c.MinTime, rec: c.Rec})
+			} else {
+				spans = append(spans, span{min: c.MinTime, rows: n})
+			}
 		}
 	}
 	for _, f := range files {
-		if f.Rows > 0 && sure.sure(f.MinTime, f.MaxTime, cutoff) {
-			spans = append(spans, span{f.MinTime, f.Rows})
+		if f.Rows > 0 && p.equals == nil && sure.sure(f.MinTime, f.MaxTime, cutoff) {
+			spans = append(spans, span{min: f.MinTime, rows: f.Rows})
 		}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(b.min, a.min) })
 	var rows int64
 	threshold, found := int64(0), false
+	dicts := map[arrow.Array][]bool{}
+	work := 0
 	for _, s := range spans {
+		if s.rec != nil {
+			if work > newestCountBudget {
+				break // a rare series: the full scan is cheaper than counting on
+			}
+			var w int
+			s.rows, w = countEqual(s.rec, p.equals, dicts)
+			work += w
+		}
 		if rows += s.rows; rows >= p.n {
 			threshold, found = s.min, true
 			break
@@ -123,4 +162,76 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		keptFiles = append(keptFiles, f)
 	}
 	return keptChunks, keptFiles, nchunks, nfiles
+}
+
+// newestCountBudget bounds the work of counting a series' rows in the
+// newest chunks (dictionary entries and rows looked at): about a
+// millisecond.
+const newestCountBudget = 1 << 22
+
+// countEqual counts the rows of rec (a buffered chunk: strings are
+// dictionary-encoded) whose columns hold one of the values equals gives
+// them. A column missing from rec, or of another type, holds none (an
+// undercount only prunes less). matches memoizes, per dictionary, which
+// of its entries are among the values (the chunks of a partition share
+// one). It returns the count and the work it took (entries and rows
+// looked at).
+func countEqual(rec arrow.RecordBatch, equals map[string][]string, matches map[arrow.Array][]bool) (count int64, work int) {
+	type test struct {
+		idx  *array.Int32
+		ok   []bool
+		cols *array.Dictionary
+	}
+	var tests []test
+	schema := rec.Schema()
+	for col, values := range equals {
+		i := -1
+		for j, f := range schema.Fields() {
+			if strings.EqualFold(f.Name, col) {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return 0, work
+		}
+		d, ok := rec.Column(i).(*array.Dictionary)
+		if !ok {
+			return 0, work
+		}
+		idx, ok := d.Indices().(*array.Int32)
+		if !ok {
+			return 0, work
+		}
+		dict := d.Dictionary()
+		hit, seen := matches[dict]
+		if !seen {
+			strs, ok := dict.(*array.String)
+			if !ok {
+				return 0, work
+			}
+			work += strs.Len()
+			hit = make([]bool, strs.Len())
+			for k := range hit {
+				hit[k] = strs.IsValid(k) && slices.Contains(values, strs.Value(k))
+			}
+			matches[dict] = hit
+		}
+		tests = append(tests, test{idx: idx, ok: hit, cols: d})
+	}
+	var n int64
+	work += int(rec.NumRows())
+rows:
+	for r := range int(rec.NumRows()) {
+		for _, t := range tests {
+			if t.cols.IsNull(r) {
+				continue rows
+			}
+			if k := t.idx.Value(r); k < 0 || int(k) >= len(t.ok) || !t.ok[k] {
+				continue rows
+			}
+		}
+		n++
+	}
+	return n, work
 }

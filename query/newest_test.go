@@ -90,13 +90,48 @@ func TestNewestRows(t *testing.T) {
 		t.Errorf("no chunk or no file left out: %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
 	}
 
+	// The latest points of a series: string equalities besides the bounds.
+	var series []string
+	for i, n := range []int{1, 7, 100, 1000, total / 5, total} {
+		h := fmt.Sprintf("h%d", i%5)
+		series = append(series,
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE host = '%s' ORDER BY time DESC LIMIT %d", h, n),
+			fmt.Sprintf("SELECT time, usage FROM db.cpu c WHERE '%s' = c.host ORDER BY c.time DESC LIMIT %d", h, n),
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE HOST = '%s' AND host = '%s' ORDER BY time DESC LIMIT %d", h, h, n),
+		)
+	}
+	for i, e := range edges {
+		h := fmt.Sprintf("h%d", i%5)
+		n := []int{1, 10, 500, 3000}[i%4]
+		series = append(series,
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE host = '%s' AND time <= %s ORDER BY time DESC LIMIT %d", h, lit(e), n),
+			fmt.Sprintf("SELECT time, host FROM db.cpu WHERE time < %s AND host = '%s' ORDER BY time DESC LIMIT %d", lit(e+1), h, n))
+	}
+	series = append(series,
+		"SELECT * FROM db.cpu WHERE host = 'h9' ORDER BY time DESC LIMIT 10",                  // no such series
+		"SELECT * FROM db.cpu WHERE host = 'h1' AND host = 'h2' ORDER BY time DESC LIMIT 10", // none can match
+	)
+	before = s.e.Stats()
+	for _, q := range series {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
+	st = s.e.Stats()
+	if st.NewestChunks == before.NewestChunks || st.NewestFiles == before.NewestFiles {
+		t.Errorf("no chunk or no file left out of a series' latest points: %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
+	}
+
 	// Shapes it must not prune: they need older rows, or a function reads
 	// them all.
 	others := []string{
 		"SELECT * FROM db.cpu ORDER BY time LIMIT 10",
 		"SELECT * FROM db.cpu ORDER BY time DESC LIMIT 10 OFFSET 5",
-		"SELECT * FROM db.cpu WHERE host = 'h1' ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE usage > 50 ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host = 'h1' AND usage > 50 ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host = 'h1' OR host = 'h2' ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host <> 'h1' ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host = CAST(usage AS VARCHAR) ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host = 'h1' ORDER BY time DESC LIMIT 10 OFFSET 3",
+		"SELECT * FROM db.cpu WHERE host = 'h1' ORDER BY time LIMIT 10",
 		"SELECT time, count(*) OVER () FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT time, row_number() OVER (ORDER BY time) FROM db.cpu ORDER BY time DESC LIMIT 10",

@@ -92,7 +92,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	for _, d := range a.databases {
 		qs.databases[strings.ToLower(d)] = true
 	}
-	b, exact, equals, err := e.scanBounds(c, a.tree)
+	b, exact, exactEq, equals, err := e.scanBounds(c, a.tree)
 	qs.equals = equals
 	if err == nil {
 		qs.bounds = b
@@ -103,7 +103,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		qs.direct, _ = directScanOf(a.tree, c.schema, e.wb.Catalog())
 		if qs.direct == nil && err == nil {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
-			qs.newest = newestOf(a.tree, c.schema, exact)
+			qs.newest = newestOf(a.tree, c.schema, exact, exactEq, equals)
 		}
 	}
 	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {
@@ -136,6 +136,10 @@ type tableRef struct {
 	// something not understood), so rows within the bounds may still not
 	// match: its exact bounds (scanBounds) are then unknown.
 	partial bool
+	// other says the WHERE clause holds more than bounds on time and the
+	// string equalities of equals (partial without other: a row within
+	// the bounds matches if its columns hold the values of equals).
+	other bool
 	// equals are the string constants columns are compared equal with in
 	// the top-level AND, by lower-cased column name: a row whose column
 	// holds none of them cannot match.
@@ -156,8 +160,12 @@ type tableRef struct {
 //     exact is that interval narrowed by the evaluation's uncertainty,
 //     empty when a bound is NULL);
 //   - equals: for each table referred to exactly once, the string
-//     constants its columns must equal (tableRef.equals).
-func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buffer.TableKey]timeBounds, equals map[buffer.TableKey]map[string][]string, err error) {
+//     constants its columns must equal (tableRef.equals);
+//   - exactEq: as exact, for the tables whose WHERE clause is bounds on
+//     time and string equalities (equals) and nothing else: every row
+//     whose time lies within exactEq[table] and whose columns hold the
+//     values of equals[table] satisfies it.
+func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact, exactEq map[buffer.TableKey]timeBounds, equals map[buffer.TableKey]map[string][]string, err error) {
 	w := &walker{db: c.schema}
 	w.walk(tree["statements"])
 	refs := make(map[buffer.TableKey]int, len(w.refs))
@@ -172,10 +180,14 @@ func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buf
 			equals[r.key] = r.equals
 		}
 	}
-	exact = make(map[buffer.TableKey]timeBounds)
+	exact, exactEq = make(map[buffer.TableKey]timeBounds), make(map[buffer.TableKey]timeBounds)
 	for _, r := range w.refs {
-		if refs[r.key] == 1 && !r.partial && len(r.lower)+len(r.upper) == 0 {
-			exact[r.key] = allTime
+		if refs[r.key] == 1 && len(r.lower)+len(r.upper) == 0 {
+			if !r.partial {
+				exact[r.key] = allTime
+			} else if r.equalsOnly() {
+				exactEq[r.key] = allTime
+			}
 		}
 	}
 	// Evaluate every bound expression in one query.
@@ -185,11 +197,11 @@ func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buf
 		exprs = append(exprs, r.upper...)
 	}
 	if len(exprs) == 0 {
-		return nil, exact, equals, nil
+		return nil, exact, exactEq, equals, nil
 	}
 	vals, err := e.evalTimes(c, exprs)
 	if err != nil {
-		return nil, nil, equals, err
+		return nil, nil, nil, equals, err
 	}
 	out := make(map[buffer.TableKey]timeBounds)
 	unbounded := make(map[buffer.TableKey]bool)
@@ -226,6 +238,8 @@ func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buf
 		}
 		if refs[r.key] == 1 && !r.partial {
 			exact[r.key] = sure
+		} else if refs[r.key] == 1 && r.equalsOnly() {
+			exactEq[r.key] = sure
 		}
 		if b == allTime {
 			unbounded[r.key] = true
@@ -239,8 +253,12 @@ func (e *Engine) scanBounds(c *conn, tree map[string]any) (bounds, exact map[buf
 	for k := range unbounded {
 		delete(out, k)
 	}
-	return out, exact, equals, nil
+	return out, exact, exactEq, equals, nil
 }
+
+// equalsOnly says the WHERE clause is bounds on time and string
+// equalities, at least one, and nothing else.
+func (r *tableRef) equalsOnly() bool { return r.partial && !r.other && len(r.equals) > 0 }
 
 // emptyTime bounds no time at all.
 var emptyTime = timeBounds{math.MaxInt64, math.MinInt64}
@@ -356,15 +374,15 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 			r.lower, r.lowerStrict = append(r.lower, x["lower"]), append(r.lowerStrict, false)
 			r.upper, r.upperStrict = append(r.upper, x["upper"]), append(r.upperStrict, false)
 		} else {
-			r.partial = true
+			r.partial, r.other = true, true
 		}
 	case "COMPARE_EQUAL", "COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO", "COMPARE_LESSTHAN", "COMPARE_LESSTHANOREQUALTO":
 		op, left, right := x["type"].(string), x["left"], x["right"]
 		if !isTime(left) {
 			if !isTime(right) {
 				r.partial = true
-				if op == "COMPARE_EQUAL" {
-					r.addEqual(left, right, alias, table)
+				if op != "COMPARE_EQUAL" || !r.addEqual(left, right, alias, table) {
+					r.other = true
 				}
 				return
 			}
@@ -372,7 +390,7 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 			op = strings.NewReplacer("GREATER", "LESS", "LESS", "GREATER").Replace(op)
 		}
 		if !isConstant(right) {
-			r.partial = true
+			r.partial, r.other = true, true
 			return
 		}
 		if op == "COMPARE_EQUAL" || strings.HasPrefix(op, "COMPARE_GREATER") {
@@ -382,22 +400,22 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 			r.upper, r.upperStrict = append(r.upper, right), append(r.upperStrict, op == "COMPARE_LESSTHAN")
 		}
 	default:
-		r.partial = true
+		r.partial, r.other = true, true
 	}
 }
 
 // addEqual records x = y where one is a column of the table (named by
 // itself, or qualified by the table's name or alias) and the other a
-// VARCHAR constant.
-func (r *tableRef) addEqual(x, y any, alias, table string) {
+// VARCHAR constant; it says whether it was.
+func (r *tableRef) addEqual(x, y any, alias, table string) bool {
 	col, ok := columnOf(x, alias, table)
 	v, isConst := varcharConstant(y)
 	if !ok || !isConst {
 		if col, ok = columnOf(y, alias, table); !ok {
-			return
+			return false
 		}
 		if v, isConst = varcharConstant(x); !isConst {
-			return
+			return false
 		}
 	}
 	if r.equals == nil {
@@ -414,9 +432,10 @@ func (r *tableRef) addEqual(x, y any, alias, table string) {
 			}
 		}
 		r.equals[col] = both
-		return
+		return true
 	}
 	r.equals[col] = []string{v}
+	return true
 }
 
 func columnOf(e any, alias, table string) (string, bool) {
