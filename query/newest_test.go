@@ -108,7 +108,7 @@ func TestNewestRows(t *testing.T) {
 			fmt.Sprintf("SELECT time, host FROM db.cpu WHERE time < %s AND host = '%s' ORDER BY time DESC LIMIT %d", lit(e+1), h, n))
 	}
 	series = append(series,
-		"SELECT * FROM db.cpu WHERE host = 'h9' ORDER BY time DESC LIMIT 10",                  // no such series
+		"SELECT * FROM db.cpu WHERE host = 'h9' ORDER BY time DESC LIMIT 10",                 // no such series
 		"SELECT * FROM db.cpu WHERE host = 'h1' AND host = 'h2' ORDER BY time DESC LIMIT 10", // none can match
 	)
 	before = s.e.Stats()
