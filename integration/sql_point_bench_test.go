@@ -28,6 +28,7 @@ func BenchmarkSQLPoint(b *testing.B) {
 		{"host-10min", "SELECT * FROM db.t WHERE host = 'host-7' AND time >= " + tsLiteral(from)},
 		{"last-per-host", "SELECT host, arg_max(usage_user, time), max(time) FROM db.t GROUP BY host"},
 		{"newest-100", "SELECT * FROM db.t ORDER BY time DESC LIMIT 100"},
+		{"host-newest-10", "SELECT * FROM db.t WHERE host = 'host-7' ORDER BY time DESC LIMIT 10"},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) { benchLatency(b, d.apronAddr, q.sql, 100) })
