@@ -168,14 +168,8 @@ func TestDeleteRewrite(t *testing.T) {
 // it was, and a retry deletes.
 func TestDeleteRewriteFailsWhole(t *testing.T) {
 	store := &failingStore{Store: objstore.NewMemory(), left: -1}
-	s := newStoreEnv(t, store, Config{})
-	w := &written{}
-	for i := range 3 {
-		s.writeRows(w, base+int64(i)*int64(2*time.Hour), 1000)
-		s.roll()
-	}
+	s, w := persistedCPU(t, store, 3)
 	s.writeRows(w, base+int64(7*time.Hour), 10)
-	s.waitReleased(t, 3)
 	all := s.query("SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1, 2, 3", "")
 	// The second rewritten file's upload fails.
 	store.failAfter(1, "/r")
@@ -207,13 +201,7 @@ func TestDeleteRewriteFailsWhole(t *testing.T) {
 func TestDeleteRewriteCancelled(t *testing.T) {
 	for i := range 6 {
 		store := &failingStore{Store: objstore.NewMemory(), left: -1}
-		s := newStoreEnv(t, store, Config{})
-		w := &written{}
-		for i := range 4 {
-			s.writeRows(w, base+int64(i)*int64(2*time.Hour), 1000)
-			s.roll()
-		}
-		s.waitReleased(t, 4)
+		s, _ := persistedCPU(t, store, 4)
 		const q = "SELECT epoch_ns(time), host, usage FROM db.cpu ORDER BY 1, 2, 3"
 		all := s.query(q, "")
 		ctx, cancel := context.WithCancel(context.Background())
@@ -238,6 +226,20 @@ func TestDeleteRewriteCancelled(t *testing.T) {
 		}
 		s.env.close()
 	}
+}
+
+// persistedCPU writes segs segments of 1,000 rows of db.cpu, two hours
+// apart, to store, each persisted and out of memory.
+func persistedCPU(t *testing.T, store objstore.Store, segs int) (*storeEnv, *written) {
+	t.Helper()
+	s := newStoreEnv(t, store, Config{})
+	w := &written{}
+	for i := range segs {
+		s.writeRows(w, base+int64(i)*int64(2*time.Hour), 1000)
+		s.roll()
+	}
+	s.waitReleased(t, segs)
+	return s, w
 }
 
 // failingStore fails the uploads of objects whose name holds a string,
