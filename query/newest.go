@@ -125,7 +125,7 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(b.min, a.min) })
 	var rows int64
 	threshold, found := int64(0), false
-	dicts := map[arrow.Array][]bool{}
+	dicts := map[arrow.ArrayData][]bool{}
 	work := 0
 	for _, s := range spans {
 		if s.rec != nil {
@@ -176,7 +176,7 @@ const newestCountBudget = 1 << 22
 // of its entries are among the values (the chunks of a partition share
 // one). It returns the count and the work it took (entries and rows
 // looked at).
-func countEqual(rec arrow.RecordBatch, equals map[string][]string, matches map[arrow.Array][]bool) (count int64, work int) {
+func countEqual(rec arrow.RecordBatch, equals map[string][]string, matches map[arrow.ArrayData][]bool) (count int64, work int) {
 	type test struct {
 		idx  *array.Int32
 		ok   []bool
@@ -204,7 +204,7 @@ func countEqual(rec arrow.RecordBatch, equals map[string][]string, matches map[a
 			return 0, work
 		}
 		dict := d.Dictionary()
-		hit, seen := matches[dict]
+		hit, seen := matches[d.Data().Dictionary()]
 		if !seen {
 			strs, ok := dict.(*array.String)
 			if !ok {
@@ -215,7 +215,7 @@ func countEqual(rec arrow.RecordBatch, equals map[string][]string, matches map[a
 			for k := range hit {
 				hit[k] = strs.IsValid(k) && slices.Contains(values, strs.Value(k))
 			}
-			matches[dict] = hit
+			matches[d.Data().Dictionary()] = hit
 		}
 		tests = append(tests, test{idx: idx, ok: hit, cols: d})
 	}
