@@ -24,9 +24,10 @@ import (
 //     Rows written after it are in later segments, which the rewrite does
 //     not touch (the DELETE is of the rows it found). It lets a
 //     compaction round that an earlier rewrite made skip run first
-//     (compact_turn.go). Then it takes WriteBuffer.rewriting (so no compaction merges the files it reads,
-//     nor another rewrite replaces them) and a View: the files of the
-//     table in that View are the rewrite's Sources, read through it.
+//     (compact_turn.go). Then it takes WriteBuffer.rewriting (so no
+//     compaction merges the files it reads, nor another rewrite replaces
+//     them) and a View: the files of the table in that View are the
+//     rewrite's Sources, read through it.
 //   - Replace writes and uploads the file that replaces one source, with
 //     the rows of it that stay (persist/rewrite.go); none when none stays.
 //   - Commit stores one compaction file (persist/compaction.go) listing

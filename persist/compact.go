@@ -220,10 +220,9 @@ func compactionChunk(ctx context.Context, rec arrow.RecordBatch, in CompactInput
 // memory of their rows (a day of 1.7M rows: 305 MB instead of ~50).
 func tight(a arrow.Array, mem memory.Allocator) arrow.Array {
 	d := a.Data()
-	bufs := d.Buffers()
-	copied := make([]*memory.Buffer, len(bufs))
-	out := slices.Clone(bufs)
-	for i, b := range bufs {
+	out := slices.Clone(d.Buffers())
+	copied := false
+	for i, b := range out {
 		// Not b.Cap(): the Go allocator shrinks a buffer by reslicing
 		// it, and the room stays behind the slice's capacity.
 		if b == nil || cap(b.Buf()) <= b.Len()+b.Len()/8+4096 {
@@ -232,16 +231,10 @@ func tight(a arrow.Array, mem memory.Allocator) arrow.Array {
 		nb := memory.NewResizableBuffer(mem)
 		nb.Resize(b.Len())
 		copy(nb.Bytes(), b.Bytes())
-		copied[i], out[i] = nb, nb
+		defer nb.Release() // NewData below takes its own reference
+		out[i], copied = nb, true
 	}
-	defer func() {
-		for _, nb := range copied {
-			if nb != nil {
-				nb.Release()
-			}
-		}
-	}()
-	if slices.Equal(out, bufs) {
+	if !copied {
 		a.Retain()
 		return a
 	}
