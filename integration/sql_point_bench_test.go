@@ -29,6 +29,7 @@ func BenchmarkSQLPoint(b *testing.B) {
 		{"last-per-host", "SELECT host, arg_max(usage_user, time), max(time) FROM db.t GROUP BY host"},
 		{"newest-100", "SELECT * FROM db.t ORDER BY time DESC LIMIT 100"},
 		{"host-newest-10", "SELECT * FROM db.t WHERE host = 'host-7' ORDER BY time DESC LIMIT 10"},
+		{"host-1m-avg", "SELECT time_bucket(INTERVAL 1 MINUTE, time) AS m, avg(usage_user) FROM db.t WHERE host = 'host-7' GROUP BY m"},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) { benchLatency(b, d.apronAddr, q.sql, 100) })

@@ -158,7 +158,11 @@ type Engine struct {
 	queries       atomic.Int64 // queries started
 	chunksScanned atomic.Int64 // buffered chunks read by scans
 	chunksPruned  atomic.Int64 // buffered chunks skipped by time pruning
-	directScans   atomic.Int64 // queries streamed as direct scans
+	// rowsSelectedOut are rows of chunks read that scans did not emit,
+	// as none of them could match the query's string equalities
+	// (scan_select.go).
+	rowsSelectedOut atomic.Int64
+	directScans     atomic.Int64 // queries streamed as direct scans
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
 	// newestChunks and newestFiles are left out as older than a top-n's
@@ -326,8 +330,11 @@ type Stats struct {
 	Queries       int64 // queries started
 	ChunksScanned int64 // buffered chunks read by scans
 	ChunksPruned  int64 // buffered chunks skipped by time pruning
-	DirectScans   int64 // queries streamed straight from storage (direct.go)
-	LastValueUses int64 // scans fed from a last-value cache (lastvalue.go)
+	// RowsSelectedOut are rows of buffered chunks read that no string
+	// equality of their query could match, which scans did not emit.
+	RowsSelectedOut int64
+	DirectScans     int64 // queries streamed straight from storage (direct.go)
+	LastValueUses   int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
 	// [MinTime, MaxTime], or all their row groups' time statistics).
@@ -363,7 +370,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), DirectScans: e.directScans.Load(), LastValueUses: e.lastValueUses.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()

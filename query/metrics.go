@@ -18,6 +18,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		gauge("apron_query_active", "Queries running now.", func(s Stats) float64 { return float64(s.Active) }),
 		counter("apron_query_chunks_scanned_total", "Buffered chunks read by scans.", func(s Stats) float64 { return float64(s.ChunksScanned) }),
 		counter("apron_query_chunks_pruned_total", "Buffered chunks skipped by time pruning.", func(s Stats) float64 { return float64(s.ChunksPruned) }),
+		counter("apron_query_rows_selected_out_total", "Rows of buffered chunks read that scans did not hand to DuckDB, as they could not match a string equality of the query's WHERE clause.", func(s Stats) float64 { return float64(s.RowsSelectedOut) }),
 		counter("apron_query_files_scanned_total", "Persisted files read by scans.", func(s Stats) float64 { return float64(s.FilesScanned) }),
 		counter("apron_query_files_pruned_total", "Persisted files skipped by time pruning.", func(s Stats) float64 { return float64(s.FilesPruned) }),
 		counter("apron_query_metadata_chunks_total", "Buffered chunks counted from their metadata, not read.", func(s Stats) float64 { return float64(s.MetaChunks) }),

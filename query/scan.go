@@ -467,6 +467,13 @@ type scanLocal struct {
 	// stale are converted dictionaries replaced while the current chunk
 	// may still use them; destroyed when the next chunk opens.
 	stale []duck.DataChunk
+	// sel, when set, are the rows of the current chunk emitted, those
+	// that can match the query's string equalities (scan_select.go); rows
+	// and off count in it. selCols are the need columns gathered at sel.
+	// memo keeps the dictionaries' matches across the scan's chunks.
+	sel     []int32
+	selCols []arrow.Array
+	memo    selectMemo
 }
 
 // dictColumn is a dictionary string column of the chunk being read, whose
@@ -497,6 +504,7 @@ func (l *scanLocal) destroy() {
 		l.group = nil
 	}
 	l.pqDicts.destroy()
+	l.dropSelected()
 	l.dropOwned()
 	if l.file != nil {
 		l.file.close()
@@ -612,7 +620,11 @@ func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 	if len(l.need) > 0 {
 		cols := make([]arrow.Array, len(l.need))
 		for j, ci := range l.need {
-			cols[j] = array.NewSlice(l.cur.Rec.Column(ci), int64(l.off), int64(l.off+k))
+			src := l.cur.Rec.Column(ci)
+			if l.sel != nil {
+				src = l.selCols[j]
+			}
+			cols[j] = array.NewSlice(src, int64(l.off), int64(l.off+k))
 		}
 		rec := array.NewRecordBatch(l.sub, cols, int64(k))
 		for _, c := range cols {
@@ -651,14 +663,18 @@ func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 			}
 		}
 	}
+	var sel []int32
+	if l.sel != nil {
+		sel = l.sel[l.off : l.off+k]
+	}
 	for i, j := range l.dictOf {
 		if j >= 0 {
-			l.emitDict(duck.DataChunkGetVector(out, duck.IdxT(i)), &l.dicts[j], k)
+			l.emitDict(duck.DataChunkGetVector(out, duck.IdxT(i)), &l.dicts[j], k, sel)
 		}
 	}
 	for i, j := range l.directOf {
 		if j >= 0 {
-			l.direct[j].emit(duck.DataChunkGetVector(out, duck.IdxT(i)), l.off, k)
+			l.direct[j].emit(duck.DataChunkGetVector(out, duck.IdxT(i)), l.off, k, sel)
 		}
 	}
 	duck.DataChunkSetSize(out, duck.IdxT(k))
@@ -726,18 +742,25 @@ func (l *scanLocal) convertStrings(values *array.String) (duck.DataChunk, error)
 }
 
 // emitDict points vec at the converted dictionary of dc through the indices
-// of the next k rows: DuckDB gets a dictionary vector, no value is copied.
-func (l *scanLocal) emitDict(vec duck.Vector, dc *dictColumn, k int) {
+// of the next k rows (of rows sel, if set): DuckDB gets a dictionary
+// vector, no value is copied.
+func (l *scanLocal) emitDict(vec duck.Vector, dc *dictColumn, k int, rows []int32) {
 	duck.VectorReferenceVector(vec, duck.DataChunkGetVector(dc.dict, 0))
 	// A selection of its own per call: the sliced vector shares it, and
 	// DuckDB may hold the output after this call.
-	sel := duck.CreateSelectionVector(duck.IdxT(k))
-	dst := unsafe.Slice((*uint32)(unsafe.Pointer(duck.SelectionVectorGetDataPtr(sel))), k)
-	for r, ix := range dc.idx[l.off : l.off+k] {
-		dst[r] = uint32(ix)
+	sv := duck.CreateSelectionVector(duck.IdxT(k))
+	dst := unsafe.Slice((*uint32)(unsafe.Pointer(duck.SelectionVectorGetDataPtr(sv))), k)
+	if rows != nil {
+		for r, row := range rows {
+			dst[r] = uint32(dc.idx[row])
+		}
+	} else {
+		for r, ix := range dc.idx[l.off : l.off+k] {
+			dst[r] = uint32(ix)
+		}
 	}
-	duck.SliceVector(vec, sel, duck.IdxT(k))
-	duck.DestroySelectionVector(&sel)
+	duck.SliceVector(vec, sv, duck.IdxT(k))
+	duck.DestroySelectionVector(&sv)
 }
 
 // directColumn is a fixed-width column whose Arrow layout is DuckDB's:
@@ -780,19 +803,54 @@ func directOf(a arrow.Array) (directColumn, bool) {
 	return directColumn{arr: a, vals: buf.Bytes()[d.Offset()*width : (d.Offset()+d.Len())*width], width: width}, true
 }
 
-// emit copies rows [off, off+k) into vec, with their nulls.
-func (c *directColumn) emit(vec duck.Vector, off, k int) {
+// emit copies rows [off, off+k) into vec, or rows rows if set (k of
+// them), with their nulls.
+func (c *directColumn) emit(vec duck.Vector, off, k int, rows []int32) {
 	dst := unsafe.Slice((*byte)(duck.VectorGetData(vec)), k*c.width)
-	copy(dst, c.vals[off*c.width:(off+k)*c.width])
+	if rows != nil {
+		gatherRows(dst, c.vals, c.width, rows)
+	} else {
+		copy(dst, c.vals[off*c.width:(off+k)*c.width])
+	}
 	if c.arr.NullN() == 0 {
 		return
 	}
 	duck.VectorEnsureValidityWritable(vec)
 	mask := duck.VectorGetValidity(vec)
 	for r := range k {
-		if c.arr.IsNull(off + r) {
+		row := off + r
+		if rows != nil {
+			row = int(rows[r])
+		}
+		if c.arr.IsNull(row) {
 			duck.ValiditySetRowInvalid(mask, duck.IdxT(r))
 		}
+	}
+}
+
+// gatherRows copies the values of rows, each width bytes, from src to dst.
+func gatherRows(dst, src []byte, width int, rows []int32) {
+	switch width {
+	case 8:
+		gatherWidth[uint64](dst, src, rows)
+	case 4:
+		gatherWidth[uint32](dst, src, rows)
+	case 2:
+		gatherWidth[uint16](dst, src, rows)
+	default:
+		for r, row := range rows {
+			copy(dst[r*width:(r+1)*width], src[int(row)*width:(int(row)+1)*width])
+		}
+	}
+}
+
+func gatherWidth[T uint16 | uint32 | uint64](dst, src []byte, rows []int32) {
+	var zero T
+	w := int(unsafe.Sizeof(zero))
+	d := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)/w)
+	s := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(src))), len(src)/w)
+	for r, row := range rows {
+		d[r] = s[row]
 	}
 }
 
@@ -815,10 +873,41 @@ func (l *scanLocal) dropOwned() {
 	}
 }
 
+// dropSelected ends the current chunk's selection.
+func (l *scanLocal) dropSelected() {
+	for _, c := range l.selCols {
+		c.Release()
+	}
+	l.sel, l.selCols = nil, nil
+}
+
 // open makes c the chunk being read.
 func (l *scanLocal) open(c *buffer.Chunk) error {
 	g := l.g
+	l.dropSelected()
 	l.cur, l.off, l.rows = c, 0, int(c.Rec.NumRows())
+	if len(g.bind.equals) > 0 && l.rows > 0 {
+		memo := l.memo
+		if c != &l.owned {
+			if memo == nil {
+				memo = selectMemo{}
+				l.memo = memo
+			}
+		} else {
+			memo = nil // a file's batch: its memory goes before the scan ends
+		}
+		if sel, ok := selectRows(c.Rec, g.bind.equals, memo); ok {
+			switch {
+			case len(sel) == 0:
+				g.bind.e.rowsSelectedOut.Add(int64(l.rows))
+				l.rows = 0 // none can match: on to the next chunk
+				return nil
+			case float64(len(sel)) <= maxSelectShare*float64(l.rows):
+				g.bind.e.rowsSelectedOut.Add(int64(l.rows - len(sel)))
+				l.sel, l.rows = sel, len(sel)
+			}
+		}
+	}
 	cs := c.Rec.Schema()
 	sameColumns := l.sub != nil && len(l.src) == len(g.proj)
 	need := l.need[:0]
@@ -873,6 +962,17 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 		}
 	}
 	l.need, l.src = need, src
+	if l.sel != nil && len(need) > 0 {
+		cols := make([]arrow.Array, len(need))
+		for j, ci := range need {
+			cols[j] = c.Rec.Column(ci)
+		}
+		taken, err := takeColumns(g.bind.e.wb.Allocator(), cols, l.sel)
+		if err != nil {
+			return err
+		}
+		l.selCols = taken
+	}
 	if sameColumns {
 		return nil // the converted schema still fits
 	}

@@ -1,0 +1,233 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// A scan emits only the rows of a chunk that can match the query's string
+// equalities (tableRef.equals: `host = 'host-7'` in the top-level AND of
+// the WHERE clause of the table's one reference).
+//
+// Time pruning leaves whole chunks, and a chunk holds every series' rows
+// of its time: a query for one host of 200 kept 8192 rows of a chunk for
+// the ~40 it wanted, and DuckDB was handed all of them, 2048 at a time,
+// to filter. The chunk's dictionary says which of its codes hold the
+// values, its indices which rows do; only those rows go to DuckDB.
+//
+// DuckDB still applies the whole WHERE clause to what it is handed
+// (apron_scan takes no filter pushdown), so a row kept that does not
+// match costs only its emission. What must hold is the other way: a row
+// left out is one no row of the result can come from. An equality of a
+// column with a VARCHAR constant in the top-level AND is false for a row
+// whose value is another string or NULL, whatever the rest of the clause
+// says. Only columns that are strings in the chunk are looked at (a
+// number compared with a string constant is compared as a number: '07'
+// = 7), and a column name that matches more than one of the chunk's
+// columns, ignoring case, is not used.
+
+// maxSelectShare is the largest share of a chunk's rows a selection
+// emits: above it the chunk's rows go to DuckDB as they are, which costs
+// less than gathering most of them.
+const maxSelectShare = 0.5
+
+// dictHits says which entries of a dictionary hold one of the values:
+// hit[k] for the first searched entries.
+type dictHits struct {
+	searched int
+	hit      []bool
+}
+
+// dictKey names a buffered dictionary by its memory: the chunks of a
+// partition share one growing dictionary, each chunk's a prefix of it, so
+// entries searched for one chunk serve the next. Only for dictionaries the
+// scan keeps alive to its end (buffered chunks it retains), whose memory
+// cannot be reused for another meanwhile.
+type dictKey struct {
+	offsets, data uintptr
+	col           string // the equals column whose values were searched for
+}
+
+// selectMemo keeps the dictionaries' hits of one scan thread.
+type selectMemo map[dictKey]*dictHits
+
+// selectRows returns the rows of rec whose columns hold one of the values
+// equals gives them (by lower-cased column name), and whether any column
+// of equals could be tested (false: every row may match). memo may be nil
+// (rec's memory is not the buffer's: nothing is kept).
+func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo selectMemo) ([]int32, bool) {
+	var sel []int32
+	tested := false
+	for col, values := range equals {
+		arr, ok := uniqueColumn(rec, col)
+		if !ok {
+			continue
+		}
+		var rows []int32
+		switch a := arr.(type) {
+		case *array.Dictionary:
+			idx, ok := a.Indices().(*array.Int32)
+			strs, isStr := a.Dictionary().(*array.String)
+			if !ok || !isStr {
+				continue
+			}
+			rows = selectCodes(a, idx.Int32Values(), memo.hits(strs, col, values), sel, tested)
+		case *array.String:
+			keep := func(r int) bool { return a.IsValid(r) && slices.Contains(values, a.Value(r)) }
+			rows = selectBy(int(rec.NumRows()), keep, sel, tested)
+		default:
+			continue
+		}
+		sel, tested = rows, true
+	}
+	return sel, tested
+}
+
+// selectCodes returns the rows (of all if !within, else of sel) whose
+// dictionary code is a hit, null rows left out (a null row's code may be
+// any).
+func selectCodes(a *array.Dictionary, codes []int32, hit []bool, sel []int32, within bool) []int32 {
+	single, n := int32(-1), 0
+	for k, h := range hit {
+		if h {
+			single, n = int32(k), n+1
+		}
+	}
+	var out []int32
+	switch {
+	case n == 0:
+		return out
+	case within:
+		out = sel[:0]
+		for _, r := range sel {
+			if k := codes[r]; uint32(k) < uint32(len(hit)) && hit[k] {
+				out = append(out, r)
+			}
+		}
+	case n == 1:
+		// One value, the usual case: a comparison a row.
+		for r, k := range codes {
+			if k == single {
+				out = append(out, int32(r))
+			}
+		}
+	default:
+		for r, k := range codes {
+			if uint32(k) < uint32(len(hit)) && hit[k] {
+				out = append(out, int32(r))
+			}
+		}
+	}
+	if a.NullN() == 0 {
+		return out
+	}
+	kept := out[:0]
+	for _, r := range out {
+		if a.IsValid(int(r)) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// selectBy returns the rows (of n if !within, else of sel) keep keeps.
+func selectBy(n int, keep func(int) bool, sel []int32, within bool) []int32 {
+	var out []int32
+	if within {
+		out = sel[:0]
+		for _, r := range sel {
+			if keep(int(r)) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for r := range n {
+		if keep(r) {
+			out = append(out, int32(r))
+		}
+	}
+	return out
+}
+
+// uniqueColumn is the one column of rec named col, ignoring case.
+func uniqueColumn(rec arrow.RecordBatch, col string) (arrow.Array, bool) {
+	found := -1
+	for i, f := range rec.Schema().Fields() {
+		if strings.EqualFold(f.Name, col) {
+			if found >= 0 {
+				return nil, false
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil, false
+	}
+	return rec.Column(found), true
+}
+
+// hits returns which entries of strs are among values (those of column
+// col: one scan's are fixed), searching only the entries not searched
+// before for the same memory.
+func (m selectMemo) hits(strs *array.String, col string, values []string) []bool {
+	n := strs.Len()
+	search := func(h []bool, from int) []bool {
+		for k := from; k < n; k++ {
+			h = append(h, strs.IsValid(k) && slices.Contains(values, strs.Value(k)))
+		}
+		return h
+	}
+	bufs := strs.Data().Buffers()
+	if m == nil || n == 0 || len(bufs) < 3 || bufs[1] == nil || bufs[2] == nil || bufs[1].Len() == 0 {
+		return search(make([]bool, 0, n), 0)
+	}
+	key := dictKey{
+		offsets: uintptr(unsafe.Pointer(unsafe.SliceData(bufs[1].Bytes()))) + uintptr(strs.Data().Offset())*4,
+		data:    uintptr(unsafe.Pointer(unsafe.SliceData(bufs[2].Bytes()))),
+		col:     col,
+	}
+	h, ok := m[key]
+	if !ok {
+		h = &dictHits{}
+		m[key] = h
+	}
+	if h.searched < n {
+		h.hit = search(h.hit[:h.searched], h.searched)
+		h.searched = n
+	}
+	return h.hit[:n]
+}
+
+// takeColumns gathers the rows sel of cols into new arrays (for the
+// columns that go to DuckDB through the Arrow conversion).
+func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow.Array, error) {
+	b := array.NewInt32Builder(mem)
+	b.AppendValues(sel, nil)
+	indices := b.NewArray()
+	b.Release()
+	defer indices.Release()
+	ctx := compute.WithAllocator(context.Background(), mem)
+	out := make([]arrow.Array, 0, len(cols))
+	for _, c := range cols {
+		t, err := compute.TakeArray(ctx, c, indices)
+		if err != nil {
+			for _, o := range out {
+				o.Release()
+			}
+			return nil, fmt.Errorf("selecting a chunk's rows: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
