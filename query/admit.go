@@ -78,10 +78,12 @@ func (e *Engine) admit(ctx context.Context, sql, database string) (*admitted, er
 		return nil, err
 	}
 	defer e.putParser(pc)
-	return e.admitOn(&conn{c: pc}, qualifySystem(sql), database, auth.FromContext(ctx))
+	return e.admitOn(pc, qualifySystem(sql), database, auth.FromContext(ctx))
 }
 
-func (e *Engine) parser() (duck.Connection, error) {
+// parser returns an idle parser connection, or a new one. Only its
+// DuckDB connection and its prepared json_serialize_sql are used.
+func (e *Engine) parser() (*conn, error) {
 	e.parsers.Lock()
 	if n := len(e.parsers.idle); n > 0 {
 		c := e.parsers.idle[n-1]
@@ -94,20 +96,20 @@ func (e *Engine) parser() (duck.Connection, error) {
 	closed := e.mu.closed
 	e.mu.Unlock()
 	if closed {
-		return duck.Connection{}, ErrClosed
+		return nil, ErrClosed
 	}
-	var c duck.Connection
-	if duck.Connect(e.db, &c) == duck.StateError {
-		return c, errors.New("query: connecting to DuckDB failed")
+	c := &conn{}
+	if duck.Connect(e.db, &c.c) == duck.StateError {
+		return nil, errors.New("query: connecting to DuckDB failed")
 	}
 	return c, nil
 }
 
-func (e *Engine) putParser(c duck.Connection) {
+func (e *Engine) putParser(c *conn) {
 	e.parsers.Lock()
 	defer e.parsers.Unlock()
 	if len(e.parsers.idle) >= maxIdleParsers {
-		duck.Disconnect(&c)
+		c.close()
 		return
 	}
 	e.parsers.idle = append(e.parsers.idle, c)
@@ -116,8 +118,8 @@ func (e *Engine) putParser(c duck.Connection) {
 func (e *Engine) closeParsers() {
 	e.parsers.Lock()
 	defer e.parsers.Unlock()
-	for i := range e.parsers.idle {
-		duck.Disconnect(&e.parsers.idle[i])
+	for _, c := range e.parsers.idle {
+		c.close()
 	}
 	e.parsers.idle = nil
 }

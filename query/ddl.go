@@ -172,7 +172,7 @@ func (e *Engine) prepareDDL(ctx context.Context, p *ddlPlan) ([]catalog.ColumnDe
 	defer e.putParser(pc)
 	defs := make([]catalog.ColumnDef, 0, len(p.columns))
 	for _, c := range p.columns {
-		dt, err := resolveColumnType(pc, c.typ)
+		dt, err := resolveColumnType(pc.c, c.typ)
 		if err != nil {
 			return nil, newError(ErrSyntax, "CREATE TABLE %q.%q column %q: %v", p.db, p.table, c.name, err)
 		}

@@ -115,7 +115,7 @@ type Engine struct {
 	// before it takes a slot.
 	parsers struct {
 		sync.Mutex
-		idle []duck.Connection
+		idle []*conn
 	}
 
 	// qstate is per-query state (time bounds) by DuckDB connection id,
@@ -200,12 +200,16 @@ type conn struct {
 	// prepared on first use: every query runs both, and a prepared one
 	// runs in half the time of a parsed one (~40 µs saved per query).
 	beginTx, endTx duck.PreparedStatement
+	// serialize is SELECT json_serialize_sql($1), prepared on first use
+	// (parseSQL).
+	serialize duck.PreparedStatement
 }
 
 // close frees the connection's prepared statements and closes it.
 func (c *conn) close() {
 	duck.DestroyPrepare(&c.beginTx)
 	duck.DestroyPrepare(&c.endTx)
+	duck.DestroyPrepare(&c.serialize)
 	duck.Disconnect(&c.c)
 }
 
