@@ -131,6 +131,13 @@
 // what was read and what was skipped. DuckDB still applies the WHERE clause to the rows
 // that remain, so pruning only has to be conservative, never exact.
 //
+// String equalities of that top-level AND (host = 'host-7': prune.go's
+// tableRef.equals) narrow further: persisted row groups by their
+// statistics, then to the run of their sort order that holds the values
+// (pqrange.go); buffered chunks row by row, through their dictionary
+// codes, so the scan hands DuckDB only the rows that can match
+// (scan_select.go).
+//
 // # Counts from metadata
 //
 // SELECT count(*), min(time), max(time) (any of them, nothing else) over
@@ -144,8 +151,9 @@
 //
 // A Flight SQL query is prepared twice (GetFlightInfo, then DoGet), and
 // dashboards send the same statements again and again. Parse trees are
-// kept by statement text (json_serialize_sql costs more than the rest of
-// admission), the result and parameter schemas of queries by text,
+// kept by statement text (json_serialize_sql, run through a statement
+// prepared once per connection, costs more than the rest of admission),
+// the result and parameter schemas of queries by text,
 // database and catalog version (so a GetFlightInfo seen before takes no
 // slot and prepares nothing on DuckDB), and each pooled connection keeps
 // BEGIN TRANSACTION READ ONLY and ROLLBACK prepared (parsecache.go).
