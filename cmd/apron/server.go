@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
@@ -100,8 +102,16 @@ func newServer(ctx context.Context, f *serveFlags, log *slog.Logger) (*server, e
 		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "slow_query_threshold", f.sqlCfg.SlowQueryThreshold, "max_value_size", f.cfg.MaxValueSize,
 		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gc_memory_limit", s.gcMemLimit, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
 		"authentication", s.verifier != nil, "tls", s.certs != nil, "mtls", f.tls.clientCA != "", "startup", time.Since(s.start).Round(time.Millisecond))
+	for _, name := range readyServices {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 	return s, nil
 }
+
+// readyServices are the health service names that say SERVING once the
+// server is ready: the server as a whole and Flight. (Writes' own name,
+// flightsvc.WriteHealthService, says whether the WAL takes writes.)
+var readyServices = []string{"", "arrow.flight.protocol.FlightService"}
 
 // setupRuntime sets the GC target, the query engine's extra procs and the
 // metrics registry.
@@ -290,6 +300,11 @@ func (s *server) serveFlight(context.Context) error {
 	opts := append(append([]grpc.ServerOption(nil), s.grpcOpts...),
 		grpc.ChainUnaryInterceptor(s.calls.unary), grpc.ChainStreamInterceptor(s.calls.stream))
 	s.grpc, s.health = flightsvc.NewGRPCServer(flightsvc.NewService(s.sql), opts...)
+	// NOT_SERVING until the ready line is logged (newServer): a client
+	// that sees SERVING may rely on everything the line reports.
+	for _, name := range readyServices {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
 	view := s.lis.view()
 	go func() { s.served <- s.grpc.Serve(view) }()
 	// From now on new connections are the real server's; those the
