@@ -113,13 +113,19 @@ func (e *Engine) prepareDelete(ctx context.Context, p *deletePlan, database stri
 	}
 	cond, ok := whereOf(check.tree)
 	if !ok {
-		return nil, nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
+		return nil, nil, errConditionNotOne()
 	}
 	kept, _ := whereOf(keep.tree)
 	if !reflect.DeepEqual(withoutLocations(cond), withoutLocations(negatedCoalesce(kept))) {
-		return nil, nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
+		return nil, nil, errConditionNotOne()
 	}
 	return keep, check, nil
+}
+
+// errConditionNotOne refuses a DELETE whose condition, put into the
+// queries built around it, is not read back as that one expression.
+func errConditionNotOne() error {
+	return newError(ErrSyntax, "DELETE: the WHERE condition reaches past itself (a closing parenthesis, LIMIT, OFFSET, a second statement or an open comment); write it as one expression")
 }
 
 // whereOf is the WHERE of a plain SELECT's tree (nothing but FROM and
@@ -159,7 +165,7 @@ func (e *Engine) admitProbe(ctx context.Context, p *deletePlan, check *admitted,
 	node, ok := selectNode(probe.tree)
 	cond, _ := whereOf(check.tree)
 	if !ok || !reflect.DeepEqual(withoutLocations(node["where_clause"]), withoutLocations(cond)) {
-		return nil, newError(ErrSyntax, "DELETE: the condition is not one expression")
+		return nil, errConditionNotOne()
 	}
 	return probe, nil
 }

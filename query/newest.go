@@ -5,10 +5,8 @@ package query
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/persist"
@@ -125,7 +123,7 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(b.min, a.min) })
 	var rows int64
 	threshold, found := int64(0), false
-	dicts := map[arrow.ArrayData][]bool{}
+	memo := newSelectMemo()
 	work := 0
 	for _, s := range spans {
 		if s.rec != nil {
@@ -133,7 +131,7 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 				break // a rare series: the full scan is cheaper than counting on
 			}
 			var w int
-			s.rows, w = countEqual(s.rec, p.equals, dicts)
+			s.rows, w = countEqual(s.rec, p.equals, memo)
 			work += w
 		}
 		if rows += s.rows; rows >= p.n {
@@ -169,69 +167,17 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 // millisecond.
 const newestCountBudget = 1 << 22
 
-// countEqual counts the rows of rec (a buffered chunk: strings are
-// dictionary-encoded) whose columns hold one of the values equals gives
-// them. A column missing from rec, or of another type, holds none (an
-// undercount only prunes less). matches memoizes, per dictionary, which
-// of its entries are among the values (the chunks of a partition share
-// one). It returns the count and the work it took (entries and rows
-// looked at).
-func countEqual(rec arrow.RecordBatch, equals map[string][]string, matches map[arrow.ArrayData][]bool) (count int64, work int) {
-	type test struct {
-		idx  *array.Int32
-		ok   []bool
-		cols *array.Dictionary
+// countEqual counts the rows of rec (a buffered chunk) whose columns hold
+// one of the values equals gives them (selectRows). A column it cannot
+// test (missing from rec, not a string) makes the count 0: an undercount
+// only prunes less. memo is the pruning's (its chunks are retained while
+// it runs); work is the rows and dictionary entries looked at.
+func countEqual(rec arrow.RecordBatch, equals map[string][]string, memo *selectMemo) (count int64, work int) {
+	searched := memo.searched
+	sel, _, every := selectRows(rec, equals, memo)
+	work = int(rec.NumRows()) + memo.searched - searched
+	if !every {
+		return 0, work
 	}
-	var tests []test
-	schema := rec.Schema()
-	for col, values := range equals {
-		i := -1
-		for j, f := range schema.Fields() {
-			if strings.EqualFold(f.Name, col) {
-				i = j
-				break
-			}
-		}
-		if i < 0 {
-			return 0, work
-		}
-		d, ok := rec.Column(i).(*array.Dictionary)
-		if !ok {
-			return 0, work
-		}
-		idx, ok := d.Indices().(*array.Int32)
-		if !ok {
-			return 0, work
-		}
-		dict := d.Dictionary()
-		hit, seen := matches[d.Data().Dictionary()]
-		if !seen {
-			strs, ok := dict.(*array.String)
-			if !ok {
-				return 0, work
-			}
-			work += strs.Len()
-			hit = make([]bool, strs.Len())
-			for k := range hit {
-				hit[k] = strs.IsValid(k) && slices.Contains(values, strs.Value(k))
-			}
-			matches[d.Data().Dictionary()] = hit
-		}
-		tests = append(tests, test{idx: idx, ok: hit, cols: d})
-	}
-	var n int64
-	work += int(rec.NumRows())
-rows:
-	for r := range int(rec.NumRows()) {
-		for _, t := range tests {
-			if t.cols.IsNull(r) {
-				continue rows
-			}
-			if k := t.idx.Value(r); k < 0 || int(k) >= len(t.ok) || !t.ok[k] {
-				continue rows
-			}
-		}
-		n++
-	}
-	return n, work
+	return int64(len(sel)), work
 }

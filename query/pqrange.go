@@ -123,7 +123,9 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 // last 10 minutes (173 rows) came with up to a page of rows before them,
 // all decoded and handed to DuckDB to be filtered out. The rows before
 // the first within b, and after the last, cannot match whatever the
-// order of the rest (a NULL time matches no bound either). Only when the
+// order of the rest (a NULL time matches no bound either). The time
+// pages it decodes are decoded again by the scan: a page or two, against
+// the rows of every column it keeps out of DuckDB. Only when the
 // time column is read (its plan is the scan's), as DuckDB's nanoseconds;
 // else [lo, hi) as it is.
 func (f *pqFile) timeRows(rg *file.RowGroupReader, tc int, pages []*metadata.PageLocation, lo, hi int, b timeBounds) (int, int, error) {

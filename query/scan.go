@@ -473,7 +473,7 @@ type scanLocal struct {
 	// memo keeps the dictionaries' matches across the scan's chunks.
 	sel     []int32
 	selCols []arrow.Array
-	memo    selectMemo
+	memo    *selectMemo
 }
 
 // dictColumn is a dictionary string column of the chunk being read, whose
@@ -890,13 +890,13 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 		memo := l.memo
 		if c != &l.owned {
 			if memo == nil {
-				memo = selectMemo{}
+				memo = newSelectMemo()
 				l.memo = memo
 			}
 		} else {
 			memo = nil // a file's batch: its memory goes before the scan ends
 		}
-		if sel, ok := selectRows(c.Rec, g.bind.equals, memo); ok {
+		if sel, ok, _ := selectRows(c.Rec, g.bind.equals, memo); ok {
 			switch {
 			case len(sel) == 0:
 				g.bind.e.rowsSelectedOut.Add(int64(l.rows))

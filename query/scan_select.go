@@ -41,11 +41,11 @@ import (
 // less than gathering most of them.
 const maxSelectShare = 0.5
 
-// dictHits says which entries of a dictionary hold one of the values:
-// hit[k] for the first searched entries.
+// dictHits are the entries of a dictionary that hold one of the values,
+// ascending, of its first searched entries.
 type dictHits struct {
 	searched int
-	hit      []bool
+	codes    []int32
 }
 
 // dictKey names a buffered dictionary by its memory: the chunks of a
@@ -58,19 +58,26 @@ type dictKey struct {
 	col           string // the equals column whose values were searched for
 }
 
-// selectMemo keeps the dictionaries' hits of one scan thread.
-type selectMemo map[dictKey]*dictHits
+// selectMemo keeps the dictionaries' hits of one scan (or one pruning):
+// searched counts the dictionary entries looked at.
+type selectMemo struct {
+	hits     map[dictKey]*dictHits
+	searched int
+}
+
+func newSelectMemo() *selectMemo { return &selectMemo{hits: map[dictKey]*dictHits{}} }
 
 // selectRows returns the rows of rec whose columns hold one of the values
-// equals gives them (by lower-cased column name), and whether any column
-// of equals could be tested (false: every row may match). memo may be nil
-// (rec's memory is not the buffer's: nothing is kept).
-func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo selectMemo) ([]int32, bool) {
-	var sel []int32
-	tested := false
+// equals gives them (by lower-cased column name), whether any column of
+// equals could be tested (false: every row may match), and whether every
+// one was (true: exactly the rows returned match them all). memo may be
+// nil (rec's memory is not the buffer's: nothing is kept).
+func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo *selectMemo) (sel []int32, tested, every bool) {
+	every = true
 	for col, values := range equals {
 		arr, ok := uniqueColumn(rec, col)
 		if !ok {
+			every = false
 			continue
 		}
 		var rows []int32
@@ -79,51 +86,48 @@ func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo selectMe
 			idx, ok := a.Indices().(*array.Int32)
 			strs, isStr := a.Dictionary().(*array.String)
 			if !ok || !isStr {
+				every = false
 				continue
 			}
-			rows = selectCodes(a, idx.Int32Values(), memo.hits(strs, col, values), sel, tested)
+			rows = selectCodes(a, idx.Int32Values(), memo.dictHits(strs, col, values), sel, tested)
 		case *array.String:
 			keep := func(r int) bool { return a.IsValid(r) && slices.Contains(values, a.Value(r)) }
 			rows = selectBy(int(rec.NumRows()), keep, sel, tested)
 		default:
+			every = false
 			continue
 		}
 		sel, tested = rows, true
 	}
-	return sel, tested
+	return sel, tested, every && tested
 }
 
 // selectCodes returns the rows (of all if !within, else of sel) whose
-// dictionary code is a hit, null rows left out (a null row's code may be
-// any).
-func selectCodes(a *array.Dictionary, codes []int32, hit []bool, sel []int32, within bool) []int32 {
-	single, n := int32(-1), 0
-	for k, h := range hit {
-		if h {
-			single, n = int32(k), n+1
-		}
-	}
+// dictionary code is one of hits (ascending), null rows left out (a null
+// row's code may be any).
+func selectCodes(a *array.Dictionary, codes []int32, hits []int32, sel []int32, within bool) []int32 {
 	var out []int32
 	switch {
-	case n == 0:
+	case len(hits) == 0:
 		return out
 	case within:
 		out = sel[:0]
 		for _, r := range sel {
-			if k := codes[r]; uint32(k) < uint32(len(hit)) && hit[k] {
+			if _, ok := slices.BinarySearch(hits, codes[r]); ok {
 				out = append(out, r)
 			}
 		}
-	case n == 1:
+	case len(hits) == 1:
 		// One value, the usual case: a comparison a row.
+		c := hits[0]
 		for r, k := range codes {
-			if k == single {
+			if k == c {
 				out = append(out, int32(r))
 			}
 		}
 	default:
 		for r, k := range codes {
-			if uint32(k) < uint32(len(hit)) && hit[k] {
+			if _, ok := slices.BinarySearch(hits, k); ok {
 				out = append(out, int32(r))
 			}
 		}
@@ -177,36 +181,43 @@ func uniqueColumn(rec arrow.RecordBatch, col string) (arrow.Array, bool) {
 	return rec.Column(found), true
 }
 
-// hits returns which entries of strs are among values (those of column
-// col: one scan's are fixed), searching only the entries not searched
-// before for the same memory.
-func (m selectMemo) hits(strs *array.String, col string, values []string) []bool {
+// dictHits returns the entries of strs that are among values (those of
+// column col: one scan's are fixed), ascending, searching only the
+// entries not searched before for the same memory.
+func (m *selectMemo) dictHits(strs *array.String, col string, values []string) []int32 {
 	n := strs.Len()
-	search := func(h []bool, from int) []bool {
-		for k := from; k < n; k++ {
-			h = append(h, strs.IsValid(k) && slices.Contains(values, strs.Value(k)))
+	search := func(codes []int32, from int) []int32 {
+		if m != nil {
+			m.searched += n - from
 		}
-		return h
+		for k := from; k < n; k++ {
+			if strs.IsValid(k) && slices.Contains(values, strs.Value(k)) {
+				codes = append(codes, int32(k))
+			}
+		}
+		return codes
 	}
 	bufs := strs.Data().Buffers()
 	if m == nil || n == 0 || len(bufs) < 3 || bufs[1] == nil || bufs[2] == nil || bufs[1].Len() == 0 {
-		return search(make([]bool, 0, n), 0)
+		return search(nil, 0)
 	}
 	key := dictKey{
 		offsets: uintptr(unsafe.Pointer(unsafe.SliceData(bufs[1].Bytes()))) + uintptr(strs.Data().Offset())*4,
 		data:    uintptr(unsafe.Pointer(unsafe.SliceData(bufs[2].Bytes()))),
 		col:     col,
 	}
-	h, ok := m[key]
+	h, ok := m.hits[key]
 	if !ok {
 		h = &dictHits{}
-		m[key] = h
+		m.hits[key] = h
 	}
 	if h.searched < n {
-		h.hit = search(h.hit[:h.searched], h.searched)
+		h.codes = search(h.codes, h.searched)
 		h.searched = n
 	}
-	return h.hit[:n]
+	// A shorter prefix (an older chunk) has the codes below its length.
+	k, _ := slices.BinarySearch(h.codes, int32(n))
+	return h.codes[:k:k]
 }
 
 // takeColumns gathers the rows sel of cols into new arrays (for the
