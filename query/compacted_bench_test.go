@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-
-	"github.com/apron-db/apron/objstore"
 )
 
 // BenchmarkCompactedQuery: 30 days (APRON_BENCH_DAYS) × 24 one-hour
@@ -78,18 +75,8 @@ func BenchmarkCompactedQuery(b *testing.B) {
 func persistedMonth(b *testing.B, hostsAt func(h int, hosts []string) []string) (*storeEnv, time.Time, int) {
 	days := envInt(b, "APRON_BENCH_DAYS", 30)
 	per := envInt(b, "APRON_BENCH_FILE_ROWS", 7000)
-	store, err := objstore.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := newStoreEnv(b, store, Config{})
-	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	s, schema, hosts := usageStore(b)
 	day0 := time.Unix(0, base).UTC().Truncate(24 * time.Hour)
-	hosts := make([]string, benchSeries)
-	for i := range hosts {
-		hosts[i] = fmt.Sprintf("host-%03d", i)
-	}
 	for h := range days * 24 {
 		hs := hosts
 		if hostsAt != nil {

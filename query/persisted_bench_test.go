@@ -29,6 +29,22 @@ func envInt(b *testing.B, name string, def int) int {
 	return def
 }
 
+// usageStore is an engine over a local store, for tables of usageRecord's
+// schema (returned) of benchSeries hosts (returned).
+func usageStore(b *testing.B) (*storeEnv, *arrow.Schema, []string) {
+	store, err := objstore.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	hosts := make([]string, benchSeries)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("host-%03d", i)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	return newStoreEnv(b, store, Config{}), schema, hosts
+}
+
 // BenchmarkPersistedQuery groups a table of APRON_BENCH_FILES persisted
 // files (default 100: one segment each) of APRON_BENCH_FILE_ROWS rows
 // (default 100k), plus 10k buffered rows, through the engine; the
@@ -37,17 +53,7 @@ func envInt(b *testing.B, name string, def int) int {
 func BenchmarkPersistedQuery(b *testing.B) {
 	files := envInt(b, "APRON_BENCH_FILES", 100)
 	per := envInt(b, "APRON_BENCH_FILE_ROWS", 100_000)
-	store, err := objstore.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := newStoreEnv(b, store, Config{})
-	hosts := make([]string, benchSeries)
-	for i := range hosts {
-		hosts[i] = fmt.Sprintf("host-%03d", i)
-	}
-	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	s, schema, hosts := usageStore(b)
 	writeSeg := func(seg, n int) (sum float64) {
 		rec, sum := usageRecord(s.mem, schema, hosts, base+int64(seg)*int64(time.Minute), 1e5, n, seg*n)
 		s.write("db", "t", rec)
