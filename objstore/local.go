@@ -230,7 +230,7 @@ func (l *Local) Put(ctx context.Context, name string, data io.Reader, size int64
 	if size >= 0 {
 		src = io.LimitReader(src, size+1)
 	}
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), src, make([]byte, 256<<10))
+	n, err := io.CopyBuffer(io.MultiWriter(newWritebackWriter(f), h), src, make([]byte, 256<<10))
 	if err != nil {
 		return fmt.Errorf("objstore: put %q: %w", name, err)
 	}

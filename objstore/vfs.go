@@ -45,8 +45,17 @@ type OSFS struct{}
 var _ FS = OSFS{}
 
 func (OSFS) Create(name string) (File, error) {
-	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
 }
+
+// osFile is a file OSFS made: an *os.File that can start its writeback
+// (WritebackStarter; writeback.go).
+type osFile struct{ *os.File }
+
 func (OSFS) Open(name string) (File, error)                 { return os.Open(name) }
 func (OSFS) Link(oldname, newname string) error             { return os.Link(oldname, newname) }
 func (OSFS) Rename(oldname, newname string) error           { return os.Rename(oldname, newname) }
