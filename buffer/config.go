@@ -100,6 +100,12 @@ type Config struct {
 	// that another goroutine can report how far it has come.
 	ReplayProgress *ReplayProgress
 
+	// WALRemovePace is how the WAL file of a persisted segment is
+	// shrunk before it is removed, so that freeing its blocks does not
+	// stall the WAL's fsyncs (wal.RemovePaced). DefaultConfig sets
+	// wal.DefaultRemovePace; the zero value removes files at once.
+	WALRemovePace wal.RemovePace
+
 	WALFS      wal.FS // nil: the OS file system
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -119,6 +125,7 @@ func DefaultConfig() Config {
 		SegmentDuration: time.Hour,
 		MemLimit:        2 << 30,
 		WALSync:         wal.SyncFsync,
+		WALRemovePace:   wal.DefaultRemovePace,
 		Limits:          catalog.DefaultLimits(),
 		ChunkRows:       8192,
 		MaxValueSize:    DefaultMaxValueSize,

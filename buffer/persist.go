@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -664,9 +663,11 @@ func (b *WriteBuffer) persistSegment(ctx context.Context, seg *Segment) error {
 	b.forgetDroppedLocked()
 	b.mu.Unlock()
 
-	// 4. Only now the WAL file.
+	// 4. Only now the WAL file, shrunk in steps first (wal.RemovePaced):
+	// removed at once, its freed blocks would hold up the fsyncs of the
+	// writes going on meanwhile.
 	if err := b.retry(ctx, "deleting WAL file "+seg.walFile, func() error {
-		if err := b.cfg.WALFS.Remove(seg.walFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := wal.RemovePaced(ctx, b.cfg.WALFS, seg.walFile, b.cfg.WALRemovePace); err != nil {
 			return err
 		}
 		return b.cfg.WALFS.SyncDir(b.walDir)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/objstore"
+	"github.com/apron-db/apron/wal"
 	"github.com/apron-db/apron/wal/waltest"
 )
 
@@ -57,6 +58,10 @@ func powerLossAt(t *testing.T, k int, direct bool) (crashed bool, ops int) {
 	fs.Direct = direct
 	cfg := persistConfig(t, mem, store)
 	cfg.WALFS = fs
+	// Persisted segments' WAL files are shrunk a few hundred bytes at a
+	// time before they are removed, so that the power is cut between
+	// those steps too (wal.RemovePaced).
+	cfg.WALRemovePace = wal.RemovePace{Step: 500}
 	// A clock that moves 300 ms each time it is read: the open segment
 	// rolls over every few writes.
 	var clock atomic.Int64

@@ -23,6 +23,12 @@
 // rewritten (a torn header, MoveCorrupt) are written to <name>.tmp, fsynced,
 // renamed over <name>, and the directory is fsynced.
 //
+// A file whose segment is persisted is deleted by its user with
+// RemovePaced (remove.go): shrunk from its end a few MiB at a time, each
+// step synced, then removed, so that the blocks it frees do not hold up
+// the fsyncs of the file being written. A file cut short by a crash part
+// way is still the file of a persisted segment, deleted at startup.
+//
 // # File format
 //
 // All integers are little endian. CRC means CRC-32C (Castagnoli).
