@@ -127,7 +127,14 @@ func BenchmarkAckWhilePersisting(b *testing.B) {
 		wb.mu.Unlock()
 		start := time.Now()
 		var busy []time.Duration
-		for i := 0; len(wb.Persisted()) == 0; i++ {
+		// Until the persist is over: the segment file written, the WAL
+		// file removed and the segment out of memory.
+		done := func() bool {
+			wb.mu.Lock()
+			defer wb.mu.Unlock()
+			return len(wb.mu.closed) == 0
+		}
+		for i := 0; !done(); i++ {
 			busy = append(busy, write(i))
 		}
 		b.Logf("segment of %d rows (%d MiB buffered) persisted in %s, %d writes meanwhile", rows, target>>20, time.Since(start).Round(time.Millisecond), len(busy))

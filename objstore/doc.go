@@ -38,7 +38,9 @@
 //  1. make missing parent directories, fsyncing the parent of each new one
 //     (and, once per process, of each one first seen);
 //  2. create .<base>.tmp-<random> in the target directory (O_EXCL), write,
-//     check size and CRC32C, set the CRC xattr, fsync;
+//     check size and CRC32C, set the CRC xattr, fsync (the writeback of
+//     what is written starts every MiB on the way, so that the fsync does
+//     not hand the disk the whole object at once: writeback.go);
 //  3. publish: rename over the name, or with MustNotExist link(2) the
 //     temporary file to the name (EEXIST is atomic: ErrExists) and remove
 //     the temporary name;
