@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"runtime"
 
 	"github.com/apron-db/apron/buffer"
 )
@@ -44,6 +45,13 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 		grpc.ChainUnaryInterceptor(callUnary, authUnary, unary), grpc.ChainStreamInterceptor(callStream, authStream, stream),
 		grpc.ForceServerCodecV2(newBodyCodec(bodies)),
 		experimental.BufferPool(&framePool{}),
+		// Calls run on long-lived goroutines whose stacks have already
+		// grown (a call's interceptors, Flight SQL handler and cgo calls
+		// into DuckDB need tens of KiB): a new goroutine per call spent
+		// about 0.13 ms of a 1.5 ms SELECT 1 copying its stack as it grew.
+		// Busy workers are not waited for: a call beyond them gets a
+		// goroutine of its own, as without the option.
+		grpc.NumStreamWorkers(streamWorkers()),
 	}, opts...)
 	srv := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(srv, svc)
@@ -53,6 +61,13 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 	h.SetServingStatus(WriteHealthService, healthpb.HealthCheckResponse_SERVING)
 	go svc.sql.watchWAL(h)
 	return srv, h
+}
+
+// streamWorkers is how many goroutines serve calls: enough that the
+// streams a server keeps open for long (ingest, large results) leave
+// idle ones for short calls.
+func streamWorkers() uint32 {
+	return uint32(max(16, 4*runtime.GOMAXPROCS(0)))
 }
 
 // watchWAL marks writes NOT_SERVING once the WAL fails, until Close.
