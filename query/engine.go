@@ -203,6 +203,47 @@ type conn struct {
 	// serialize is SELECT json_serialize_sql($1), prepared on first use
 	// (parseSQL).
 	serialize duck.PreparedStatement
+	// evals are the statements that evaluate the time bounds of queries
+	// (evalTimes), by database and bound expressions, prepared on first
+	// use: run again, they give now() of the query's transaction.
+	evals map[string]duck.PreparedStatement
+}
+
+// maxConnEvals bounds conn.evals; past it the statements are dropped and
+// prepared again as used.
+const maxConnEvals = 64
+
+// evaluation is the prepared statement of key, prepared from the SQL
+// text sql gives if the connection has none yet.
+func (c *conn) evaluation(key string, sql func() (string, error)) (duck.PreparedStatement, error) {
+	if stmt, ok := c.evals[key]; ok {
+		return stmt, nil
+	}
+	text, err := sql()
+	if err != nil {
+		return duck.PreparedStatement{}, err
+	}
+	var stmt duck.PreparedStatement
+	if duck.Prepare(c.c, text, &stmt) == duck.StateError {
+		err := classify(duck.PrepareError(stmt))
+		duck.DestroyPrepare(&stmt)
+		return duck.PreparedStatement{}, err
+	}
+	if len(c.evals) >= maxConnEvals {
+		c.dropEvals()
+	}
+	if c.evals == nil {
+		c.evals = map[string]duck.PreparedStatement{}
+	}
+	c.evals[key] = stmt
+	return stmt, nil
+}
+
+func (c *conn) dropEvals() {
+	for k, stmt := range c.evals {
+		duck.DestroyPrepare(&stmt)
+		delete(c.evals, k)
+	}
 }
 
 // close frees the connection's prepared statements and closes it.
@@ -210,6 +251,7 @@ func (c *conn) close() {
 	duck.DestroyPrepare(&c.beginTx)
 	duck.DestroyPrepare(&c.endTx)
 	duck.DestroyPrepare(&c.serialize)
+	c.dropEvals()
 	duck.Disconnect(&c.c)
 }
 

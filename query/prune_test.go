@@ -3,6 +3,7 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -89,5 +90,53 @@ func TestBoundValuesKept(t *testing.T) {
 	}
 	if _, _, n, _ := v.e.boundValues.stats(); n != 1 {
 		t.Errorf("a bound using now() was kept: %d entries", n)
+	}
+}
+
+// TestNowBoundPreparedOnce: a bound using now() is evaluated by a
+// statement prepared once per connection and run again for each query,
+// and each run gives now() of its own transaction, not the first one's.
+func TestNowBoundPreparedOnce(t *testing.T) {
+	v := newEnv(t, Config{})
+	c, err := v.e.acquire(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.e.release(c)
+	rows, err := queryStrings(c.c, "SELECT json_serialize_sql('SELECT now() - INTERVAL 1 MINUTE')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree map[string]any
+	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
+		t.Fatal(err)
+	}
+	expr := tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)["select_list"].([]any)[0]
+	var got []evaluated
+	for range 3 {
+		if err := c.begin(); err != nil {
+			t.Fatal(err)
+		}
+		vals, err := v.e.evalTimes(c, []any{expr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.end(); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, vals[0])
+		time.Sleep(2 * time.Millisecond)
+	}
+	want := time.Now().Add(-time.Minute).UnixNano()
+	for i, g := range got {
+		if !g.ok || g.lo > want || g.hi < want-int64(time.Second)-clockSlack {
+			t.Fatalf("evaluation %d: [%d, %d] does not hold now() - 1 minute (%d)", i, g.lo, g.hi, want)
+		}
+		if i > 0 && g.lo <= got[i-1].lo {
+			t.Errorf("evaluation %d gave %d, not later than the one before (%d): now() of an earlier transaction", i, g.lo, got[i-1].lo)
+		}
+	}
+	if len(c.evals) != 1 {
+		t.Errorf("%d statements prepared for one bound, want 1", len(c.evals))
 	}
 }
