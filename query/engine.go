@@ -137,6 +137,8 @@ type Engine struct {
 	boundValues *lru[string, evaluated]
 	// footers keeps the parsed footers of persisted files (pqfooter.go).
 	footers *lru[footerKey, *metadata.FileMetaData]
+	// groupStats keeps their row groups' statistics (pqstats.go).
+	groupStats *lru[footerKey, *groupStats]
 	// typesMu.m keeps the DuckDB types of the scans' column type lists
 	// (bindTypes), destroyed by Close.
 	typesMu struct {
@@ -278,6 +280,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		shapes:      newLRU[shapeKey, *shape](defaultShapeCacheEntries),
 		boundValues: newLRU[string, evaluated](defaultBoundValueBytes),
 		footers:     newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
+		groupStats:  newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
 		scanMem:     buffer.NewRecycler(wb.Allocator())}
 	e.typesMu.m = make(map[string][]duck.LogicalType)
 	if store := wb.Store(); store != nil {

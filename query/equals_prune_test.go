@@ -59,6 +59,7 @@ func TestExcludedByEquals(t *testing.T) {
 	if md.NumRowGroups() != groups {
 		t.Fatalf("%d row groups, want %d", md.NumRowGroups(), groups)
 	}
+	gs := groupStatsOf(md)
 	skipped := 0
 	for _, v := range []string{"host-000", "host-013", "host-026", "host-027", "host-005x", "a", "zzz", ""} {
 		for g := range groups {
@@ -66,7 +67,7 @@ func TestExcludedByEquals(t *testing.T) {
 			for _, h := range hosts[g*per : (g+1)*per] {
 				holds = holds || h == v && h != ""
 			}
-			got := excludedByEquals(md, md.RowGroup(g), map[string][]string{"host": {v}})
+			got := gs.excludedByEquals(g, map[string][]string{"host": {v}})
 			if got && holds {
 				t.Errorf("row group %d skipped for host = %q, which it holds", g, v)
 			}
@@ -83,13 +84,13 @@ func TestExcludedByEquals(t *testing.T) {
 	}
 	// Several values: skipped only if it holds none; no value: skipped.
 	for g := range groups {
-		if excludedByEquals(md, md.RowGroup(g), map[string][]string{"host": {"zzz", hosts[g*per+1]}}) {
+		if gs.excludedByEquals(g, map[string][]string{"host": {"zzz", hosts[g*per+1]}}) {
 			t.Errorf("row group %d skipped for a value it holds among others", g)
 		}
-		if !excludedByEquals(md, md.RowGroup(g), map[string][]string{"host": {}}) {
+		if !gs.excludedByEquals(g, map[string][]string{"host": {}}) {
 			t.Errorf("row group %d read for a contradiction (host = a AND host = b)", g)
 		}
-		if excludedByEquals(md, md.RowGroup(g), map[string][]string{"n": {"x"}, "missing": {"x"}}) {
+		if gs.excludedByEquals(g, map[string][]string{"n": {"x"}, "missing": {"x"}}) {
 			t.Errorf("row group %d skipped by a column that is no string, or missing", g)
 		}
 	}

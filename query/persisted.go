@@ -5,7 +5,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,9 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/persist"
@@ -56,23 +53,21 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 	if p.pf, err = e.openFooter(path, f); err != nil {
 		return nil, err
 	}
-	md := p.pf.MetaData()
+	gs := e.groupStatsOf(f, p.pf.MetaData())
 
-	// Row groups whose time statistics cannot match are skipped.
+	// Row groups whose time statistics cannot match are skipped, and
+	// those whose string statistics hold none of the values the query
+	// wants.
 	b := g.bind.bounds
-	timeCol := md.Schema.ColumnIndexByName(buffer.TimeColumn)
-	for i := range md.NumRowGroups() {
-		rg := md.RowGroup(i)
-		if rg.NumRows() == 0 {
+	for i, rows := range gs.rows {
+		if rows == 0 {
 			continue
 		}
-		if timeCol >= 0 && b != allTime {
-			if lo, hi, ok := int64MinMax(rg, timeCol); ok && (hi < b.min || lo > b.max) {
-				e.rowGroupsPruned.Add(1)
-				continue
-			}
+		if b != allTime && gs.timeOK[i] && (gs.timeHi[i] < b.min || gs.timeLo[i] > b.max) {
+			e.rowGroupsPruned.Add(1)
+			continue
 		}
-		if excludedByEquals(md, rg, g.bind.equals) {
+		if gs.excludedByEquals(i, g.bind.equals) {
 			e.rowGroupsPruned.Add(1)
 			continue
 		}
@@ -189,72 +184,6 @@ func (g *scanGlobal) newFileReader(p *parquetFile) (_ *fileReader, err error) {
 		return nil, fmt.Errorf("reading %s: %w", p.f.Path, err)
 	}
 	return r, nil
-}
-
-// excludedByEquals says whether the statistics of row group rg show that
-// none of its rows holds, in some column of equals, one of the values the
-// query wants (a file sorted by its string columns, as Apron's are, has
-// row groups of a few series each: a query of one series skips the
-// others). Apron's writer records exact minima and maxima or none (it
-// never truncates them); a column without them prunes nothing.
-func excludedByEquals(md *metadata.FileMetaData, rg *metadata.RowGroupMetaData, equals map[string][]string) bool {
-	for col, vals := range equals {
-		idx := -1
-		for i := range md.Schema.NumColumns() {
-			c := md.Schema.Column(i)
-			if c.ColumnPath().String() == c.Name() && strings.EqualFold(c.Name(), col) {
-				if idx >= 0 {
-					idx = -2 // two columns differing in case only: not sure which
-					break
-				}
-				idx = i
-			}
-		}
-		if idx < 0 || md.Schema.Column(idx).LogicalType() == nil || !md.Schema.Column(idx).LogicalType().Equals(schema.StringLogicalType{}) {
-			continue
-		}
-		cc, err := rg.ColumnChunk(idx)
-		if err != nil {
-			continue
-		}
-		st, err := cc.Statistics()
-		if err != nil || st == nil || !st.HasMinMax() {
-			continue
-		}
-		s, ok := st.(*metadata.ByteArrayStatistics)
-		if !ok {
-			continue
-		}
-		lo, hi := string(s.Min()), string(s.Max())
-		inside := false
-		for _, v := range vals {
-			if lo <= v && v <= hi {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			return true
-		}
-	}
-	return false
-}
-
-// int64MinMax returns the min and max statistics of an INT64 column chunk.
-func int64MinMax(rg *metadata.RowGroupMetaData, col int) (lo, hi int64, ok bool) {
-	cc, err := rg.ColumnChunk(col)
-	if err != nil {
-		return 0, 0, false
-	}
-	st, err := cc.Statistics()
-	if err != nil || st == nil || !st.HasMinMax() {
-		return 0, 0, false
-	}
-	s, ok := st.(*metadata.Int64Statistics)
-	if !ok {
-		return 0, 0, false
-	}
-	return s.Min(), s.Max(), true
 }
 
 // next returns the next batch as a chunk (retained: the caller releases

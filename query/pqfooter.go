@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/apron-db/apron/persist"
 )
@@ -49,4 +50,18 @@ func (e *Engine) openFooter(path string, f persist.File) (*file.Reader, error) {
 		e.footers.put(key, md, int64(md.Size())*footerCostFactor)
 	}
 	return pf, nil
+}
+
+// groupStatsOf returns the row group statistics of f, whose footer is md,
+// decoded by an earlier query when it can.
+func (e *Engine) groupStatsOf(f persist.File, md *metadata.FileMetaData) *groupStats {
+	key := footerKey{path: f.Path, size: f.Size, crc: f.CRC32C}
+	if gs, ok := e.groupStats.get(key); ok {
+		return gs
+	}
+	gs := groupStatsOf(md)
+	if !md.IsSetEncryptionAlgorithm() {
+		e.groupStats.put(key, gs, gs.cost())
+	}
+	return gs
 }

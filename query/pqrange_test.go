@@ -117,6 +117,7 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 	last := start + int64(total-1)*step
 	narrowed, skipped, empty := pqGroupsNarrowed.Load(), pqRowsSkipped.Load(), pqGroupsSkipped.Load()
 	footerHits, _, _, _ := s.e.footers.stats()
+	statsHits, _, _, _ := s.e.groupStats.stats()
 	for i := range 60 {
 		want := []string{hosts[rng.IntN(len(hosts))]}
 		switch rng.IntN(6) {
@@ -165,6 +166,10 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 	// (pqfooter.go), and the answers above stay DuckDB's.
 	if hits, _, entries, _ := s.e.footers.stats(); hits == footerHits || entries != len(paths) {
 		t.Fatalf("footer cache: %d hits over 60 queries, %d entries for %d files; want hits, one entry a file", hits-footerHits, entries, len(paths))
+	}
+	// So does the row groups' statistics pruning reads (pqstats.go).
+	if hits, _, entries, _ := s.e.groupStats.stats(); hits == statsHits || entries != len(paths) {
+		t.Fatalf("row group statistics cache: %d hits over 60 queries, %d entries for %d files; want hits, one entry a file", hits-statsHits, entries, len(paths))
 	}
 	t.Logf("%d row groups narrowed, %d rows left unread", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped)
 }
