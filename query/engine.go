@@ -511,7 +511,18 @@ func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.Prepared
 	if err := c.begin(); err != nil {
 		return stmt, err
 	}
-	e.prepareState(c, a)
+	if qs := e.prepareState(c, a); qs.boundsErr != nil {
+		// A bound that failed to evaluate ('x'::TIMESTAMP) failed the
+		// transaction it ran in: the statement gets a new one, so that
+		// what its client sees is DuckDB's error for the statement, not
+		// "Current transaction is aborted".
+		if err := c.end(); err != nil {
+			return stmt, fmt.Errorf("query: ending the transaction a time bound failed: %w", err)
+		}
+		if err := c.begin(); err != nil {
+			return stmt, err
+		}
+	}
 	c.sql = a.sql
 	if duck.Prepare(c.c, a.sql, &stmt) == duck.StateError {
 		err := classify(duck.PrepareError(stmt))
@@ -558,13 +569,18 @@ func (c *conn) begin() error {
 	return nil
 }
 
-// end ends the connection's transaction, if it has one.
+// end ends the connection's transaction, if it has one. If the ROLLBACK
+// fails the connection counts as still in it: ending it again is tried
+// again (release closes a connection that will not end its transaction).
 func (c *conn) end() error {
 	if !c.inTx {
 		return nil
 	}
+	if err := execPrepared(c.c, &c.endTx, "ROLLBACK"); err != nil {
+		return err
+	}
 	c.inTx = false
-	return execPrepared(c.c, &c.endTx, "ROLLBACK")
+	return nil
 }
 
 // execPrepared runs sql through the statement *stmt, preparing it on c

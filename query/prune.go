@@ -31,9 +31,12 @@ import (
 // connection goes back to the pool (Engine.release), on every path.
 type queryState struct {
 	bounds map[buffer.TableKey]timeBounds
-	view   *buffer.View
-	ctx    context.Context
-	cancel context.CancelFunc
+	// boundsErr is why the time bounds could not be found (nil: they
+	// were); the query then reads all times.
+	boundsErr error
+	view      *buffer.View
+	ctx       context.Context
+	cancel    context.CancelFunc
 	// databases are the databases the statement was admitted to read,
 	// lower-cased: apron_scan refuses to bind a table of any other.
 	databases map[string]bool
@@ -99,6 +102,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		qs.bounds = b
 	} else {
 		e.log.Debug("time pruning off for a query", "err", err)
+		qs.boundsErr = err
 	}
 	if !a.explain {
 		qs.direct, _ = directScanOf(a.tree, c.schema, e.wb.Catalog())

@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,24 @@ func TestNowBoundPreparedOnce(t *testing.T) {
 	}
 	if len(c.evals) != 1 {
 		t.Errorf("%d statements prepared for one bound, want 1", len(c.evals))
+	}
+}
+
+// TestFailingBoundError: a time bound that fails to evaluate fails the
+// transaction it is evaluated in; the statement still gets DuckDB's own
+// error for it (what was wrong), not "Current transaction is aborted",
+// and the connection serves the next statement.
+func TestFailingBoundError(t *testing.T) {
+	v := newEnv(t, Config{MaxConcurrent: 1}) // one connection: the next statements reuse it
+	v.write("db", "cpu", batch(v.mem, col{"time", tsNs, []any{base, base + 1e9}}, col{"host", arrow.BinaryTypes.String, []any{"a", "b"}}))
+	for _, c := range []struct{ sql, want string }{
+		{"SELECT host FROM db.cpu WHERE time >= 'garbage'::TIMESTAMP", `"garbage"`},
+		{"SELECT host FROM db.cpu WHERE time >= now() - to_minutes(CAST('x' AS BIGINT))", "'x'"},
+	} {
+		_, _, err := collect(v.e.Query(context.Background(), c.sql, ""))
+		if err == nil || !strings.Contains(err.Error(), "Conversion Error") || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "aborted") {
+			t.Errorf("%s: error %v, want DuckDB's conversion error naming %s", c.sql, err, c.want)
+		}
+		equalRows(t, "after the failed bound", v.query("SELECT host FROM db.cpu WHERE time >= now() - INTERVAL 100000 DAY", ""), []string{"a", "b"})
 	}
 }
