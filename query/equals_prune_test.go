@@ -59,7 +59,7 @@ func TestExcludedByEquals(t *testing.T) {
 	if md.NumRowGroups() != groups {
 		t.Fatalf("%d row groups, want %d", md.NumRowGroups(), groups)
 	}
-	gs := groupStatsOf(md)
+	gs := decodeGroupStats(md)
 	skipped := 0
 	for _, v := range []string{"host-000", "host-013", "host-026", "host-027", "host-005x", "a", "zzz", ""} {
 		for g := range groups {

@@ -59,7 +59,7 @@ func (e *Engine) groupStatsOf(f persist.File, md *metadata.FileMetaData) *groupS
 	if gs, ok := e.groupStats.get(key); ok {
 		return gs
 	}
-	gs := groupStatsOf(md)
+	gs := decodeGroupStats(md)
 	if !md.IsSetEncryptionAlgorithm() {
 		e.groupStats.put(key, gs, gs.cost())
 	}

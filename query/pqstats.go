@@ -33,12 +33,13 @@ type groupStats struct {
 // stringStats are one string column's minima and maxima by row group
 // (ok false: none recorded).
 type stringStats struct {
+	col    int // its index in the file's schema
 	lo, hi []string
 	ok     []bool
 }
 
-// groupStatsOf decodes the row group statistics of md.
-func groupStatsOf(md *metadata.FileMetaData) *groupStats {
+// decodeGroupStats decodes the row group statistics of md.
+func decodeGroupStats(md *metadata.FileMetaData) *groupStats {
 	n := md.NumRowGroups()
 	gs := &groupStats{rows: make([]int64, n), timeLo: make([]int64, n), timeHi: make([]int64, n), timeOK: make([]bool, n)}
 	timeCol := md.Schema.ColumnIndexByName(buffer.TimeColumn)
@@ -64,7 +65,7 @@ func groupStatsOf(md *metadata.FileMetaData) *groupStats {
 			if gs.strings == nil {
 				gs.strings = map[string]*stringStats{}
 			}
-			gs.strings[name] = &stringStats{lo: make([]string, n), hi: make([]string, n), ok: make([]bool, n)}
+			gs.strings[name] = &stringStats{col: idx, lo: make([]string, n), hi: make([]string, n), ok: make([]bool, n)}
 		}
 	}
 	for g := range n {
@@ -73,8 +74,8 @@ func groupStatsOf(md *metadata.FileMetaData) *groupStats {
 		if timeCol >= 0 {
 			gs.timeLo[g], gs.timeHi[g], gs.timeOK[g] = int64MinMax(rg, timeCol)
 		}
-		for name, st := range gs.strings {
-			st.lo[g], st.hi[g], st.ok[g] = stringMinMax(rg, cols[name])
+		for _, st := range gs.strings {
+			st.lo[g], st.hi[g], st.ok[g] = stringMinMax(rg, st.col)
 		}
 	}
 	return gs
@@ -118,18 +119,26 @@ func (gs *groupStats) excludedByEquals(g int, equals map[string][]string) bool {
 	return false
 }
 
-// stringMinMax returns the min and max statistics of a string column
-// chunk.
-func stringMinMax(rg *metadata.RowGroupMetaData, col int) (lo, hi string, ok bool) {
+// chunkMinMax returns the min and max statistics of column col of rg, if
+// it has them and they are of type S.
+func chunkMinMax[S interface{ HasMinMax() bool }](rg *metadata.RowGroupMetaData, col int) (S, bool) {
+	var zero S
 	cc, err := rg.ColumnChunk(col)
 	if err != nil {
-		return "", "", false
+		return zero, false
 	}
 	st, err := cc.Statistics()
 	if err != nil || st == nil || !st.HasMinMax() {
-		return "", "", false
+		return zero, false
 	}
-	s, ok := st.(*metadata.ByteArrayStatistics)
+	s, ok := st.(S)
+	return s, ok
+}
+
+// stringMinMax returns the min and max statistics of a string column
+// chunk.
+func stringMinMax(rg *metadata.RowGroupMetaData, col int) (lo, hi string, ok bool) {
+	s, ok := chunkMinMax[*metadata.ByteArrayStatistics](rg, col)
 	if !ok {
 		return "", "", false
 	}
@@ -138,15 +147,7 @@ func stringMinMax(rg *metadata.RowGroupMetaData, col int) (lo, hi string, ok boo
 
 // int64MinMax returns the min and max statistics of an INT64 column chunk.
 func int64MinMax(rg *metadata.RowGroupMetaData, col int) (lo, hi int64, ok bool) {
-	cc, err := rg.ColumnChunk(col)
-	if err != nil {
-		return 0, 0, false
-	}
-	st, err := cc.Statistics()
-	if err != nil || st == nil || !st.HasMinMax() {
-		return 0, 0, false
-	}
-	s, ok := st.(*metadata.Int64Statistics)
+	s, ok := chunkMinMax[*metadata.Int64Statistics](rg, col)
 	if !ok {
 		return 0, 0, false
 	}
