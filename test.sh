@@ -16,13 +16,14 @@ FUZZTIME="${FUZZTIME:-100000x}"
 # node and npm, the tests of those clients say they are skipped; with
 # CI=true (.ci/run) they fail instead.
 #
-# Python's ADBC driver, pandas, polars and pyarrow, in a venv.
+# Python's ADBC driver, pandas, polars, pyarrow and InfluxDB 3's Python
+# client, in a venv.
 if command -v python3 >/dev/null 2>&1; then
   PYENV="${APRON_PYENV:-${TMPDIR:-/tmp}/apron-test-pyenv}"
-  if ! "$PYENV/bin/python" -c "import adbc_driver_flightsql, pyarrow, pandas, polars" 2>/dev/null; then
+  if ! "$PYENV/bin/python" -c "import adbc_driver_flightsql, pyarrow, pandas, polars, influxdb_client_3" 2>/dev/null; then
     echo "== Python venv for the client tests: $PYENV"
     python3 -m venv "$PYENV"
-    "$PYENV/bin/pip" install --quiet adbc-driver-flightsql pyarrow pandas polars
+    "$PYENV/bin/pip" install --quiet adbc-driver-flightsql pyarrow pandas polars influxdb3-python
   fi
   export APRON_TEST_PYTHON="$PYENV/bin/python"
 fi

@@ -12,7 +12,11 @@
 //     and GetSchema descriptors and at DoGet tickets: PATH descriptors
 //     [database, table] and Apron's own tickets (prefix "apron:") are plain
 //     Flight, served here; everything else goes to arrow-go's Flight SQL
-//     adapter, which only understands Flight SQL commands.
+//     adapter, which only understands Flight SQL commands. A DoGet ticket
+//     that opens a JSON object is a query ticket (queryticket.go: SQL in
+//     one call, InfluxDB 3's form), turned into the Flight SQL statement
+//     ticket of its query and handed to the adapter, so that both take one
+//     path through admission, permissions and limits.
 //
 // # Ingest memory
 //

@@ -138,6 +138,9 @@ func (s *Service) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*f
 }
 
 func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	if isQueryTicket(tkt.GetTicket()) {
+		return s.doGetQuery(tkt.GetTicket(), stream)
+	}
 	t, ours, err := decodeTicket(tkt.GetTicket())
 	if err != nil {
 		return statusOf(err)

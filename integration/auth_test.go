@@ -346,6 +346,10 @@ func TestAuthCrossDatabase(t *testing.T) {
 		if code != codes.PermissionDenied || !strings.Contains(msg, `"b"`) && !strings.Contains(msg, `"B"`) {
 			t.Errorf("%s: got %v %q, want PERMISSION_DENIED naming database b", q, code, msg)
 		}
+		_, err = ticketRows(actx, t, fc, mem, ticketJSON("a", q))
+		if code, msg := grpcCode(err); code != codes.PermissionDenied || !strings.Contains(msg, `"b"`) && !strings.Contains(msg, `"B"`) {
+			t.Errorf("%s as a query ticket: got %v %q, want PERMISSION_DENIED naming database b", q, code, msg)
+		}
 	}
 	for _, q := range []string{
 		"INSERT INTO a.t SELECT * FROM b.t",

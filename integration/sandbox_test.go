@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
 )
 
 // sandboxStatements are statements a client must not run, against the
@@ -139,6 +140,7 @@ func TestSQLSandbox(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	cn := adbcConn(t, srv.Addr, mem)
+	fc := flightClient(t, srv.Addr)
 	ctx := testCtx(t)
 
 	totals := func() string {
@@ -177,6 +179,14 @@ func TestSQLSandbox(t *testing.T) {
 			check("update", err)
 			_, _, err = adbcPrepared(ctx, t, cn, sql, nil)
 			check("prepared", err)
+			// A query ticket: the statement in one DoGet, no GetFlightInfo;
+			// a gRPC status, not an ADBC error.
+			_, err = ticketRows(ctx, t, fc, mem, ticketJSON("a", sql))
+			if code, msg := grpcCode(err); code != codes.InvalidArgument && code != codes.NotFound {
+				t.Errorf("ticket %q: %v (%s), want INVALID_ARGUMENT or NOT_FOUND", sql, code, msg)
+			} else {
+				refusals++
+			}
 		}
 	}
 	if got := fmt.Sprint(mustQuery(t, cn, settingsSQL)); got != settings {

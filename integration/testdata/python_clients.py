@@ -3,13 +3,16 @@ it: the ADBC Flight SQL DB-API driver (every ingest mode, parameters of
 every type with ? and $1, executemany INSERT, get_info, get_objects,
 get_table_schema), pandas (to_sql and read_sql over ADBC, naive and zoned
 datetimes), polars (write_database and read_database over ADBC, strings
-and Categoricals) and pyarrow.flight (PATH DoPut, DoGet of buffered and of
-persisted endpoints). Run by TestPythonClients with the server's address
+and Categoricals), pyarrow.flight (PATH DoPut, DoGet of buffered and of
+persisted endpoints, a query ticket) and InfluxDB 3's Python client
+(influxdb3-python, whose queries are query tickets). Run by TestPythonClients with the server's address
 (a server with one-second segments) as the only argument; prints the
 versions it ran and one line per check, "ok" last; exits non-zero with a
 message on the first wrong answer."""
 
 import datetime as dt
+import importlib.metadata
+import json
 import os
 import sys
 import time
@@ -21,6 +24,7 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pyarrow.flight as flight
+from influxdb_client_3 import InfluxDBClient3
 
 addr = sys.argv[1]
 uri = "grpc://" + addr
@@ -28,7 +32,7 @@ Status = adbc_driver_manager.AdbcStatusCode
 UTC = dt.timezone.utc
 
 print(f"versions: adbc-driver-flightsql {adbc_driver_flightsql.__version__}, pandas {pd.__version__}, "
-      f"polars {pl.__version__}, pyarrow {pa.__version__}, python {sys.version.split()[0]}, TZ={os.environ.get('TZ', '')}")
+      f"polars {pl.__version__}, pyarrow {pa.__version__}, influxdb3-python {importlib.metadata.version('influxdb3-python')}, python {sys.version.split()[0]}, TZ={os.environ.get('TZ', '')}")
 
 
 def check(what, got, want):
@@ -219,7 +223,29 @@ for kind, eps in (("buffered", buffered), ("persisted", persisted)):
 # The second batch may itself be persisted by now: all rows, each once.
 check("pyarrow DoGet of every endpoint", sorted(got["buffered"] + got["persisted"]), [1, 2, 3, 4, 5])
 check("pyarrow a persisted endpoint holds the first batch", set([1, 2, 3]) <= set(got["persisted"]), True)
+
+# --- A query ticket (InfluxDB 3's JSON form): one DoGet runs the query,
+# unqualified names in the ticket's database.
+def ticket(db, sql, **more):
+    return flight.Ticket(json.dumps({"database": db, "sql_query": sql, **more}).encode())
+
+
+got = client.do_get(ticket("py", "SELECT k FROM fl ORDER BY k")).read_all()
+check("pyarrow query ticket", got.column("k").to_pylist(), [1, 2, 3, 4, 5])
+try:
+    client.do_get(ticket("py", "SHOW MEASUREMENTS", query_type="influxql")).read_all()
+    sys.exit("an InfluxQL query ticket was answered")
+except pa.ArrowInvalid as e:  # INVALID_ARGUMENT, in pyarrow
+    check("pyarrow InfluxQL ticket refused", "answers SQL only" in str(e), True)
 client.close()
+
+# --- InfluxDB 3's Python client (influxdb3-python) queries Apron as it
+# queries InfluxDB 3: a bearer token (ignored here: no authentication) and
+# a query ticket, to a pyarrow Table and to pandas.
+c3 = InfluxDBClient3(host="http://" + addr, token="unused", database="py")
+check("influxdb3-python query", c3.query("SELECT k FROM fl ORDER BY k").column("k").to_pylist(), [1, 2, 3, 4, 5])
+check("influxdb3-python query to pandas", c3.query("SELECT count(*) AS n FROM fl", mode="pandas")["n"].tolist(), [5])
+c3.close()
 
 print("ok", flush=True)
 # As auth_python.py: leave without the interpreter's teardown, where gRPC
