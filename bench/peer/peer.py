@@ -178,6 +178,15 @@ class Apron(Server):
         self.cur.execute(sql)
         return self.cur.fetch_arrow_table()
 
+    def ticket_query(self, sql):
+        """Runs sql in one DoGet of a query ticket (pyarrow.flight, the
+        JSON ticket InfluxDB 3's clients send) and returns its result."""
+        import pyarrow.flight as flight
+        if getattr(self, "flight", None) is None:
+            self.flight = flight.FlightClient(self.uri)
+        tkt = flight.Ticket(json.dumps({"database": DB, "sql_query": sql}).encode())
+        return self.flight.do_get(tkt).read_all()
+
     def bulk_ingest(self, table, name="cpu"):
         self.cur.adbc_ingest(name, table.to_reader(max_chunksize=100_000), mode="append", db_schema_name=DB)
 
@@ -188,6 +197,8 @@ class Apron(Server):
         try:
             self.cur.close()
             self.conn.close()
+            if getattr(self, "flight", None) is not None:
+                self.flight.close()
         except Exception:
             pass
         super().stop()
@@ -445,6 +456,10 @@ class Queries:
         }
 
 
+# The queries also measured through a query ticket.
+TICKET_KINDS = ("count", "point", "last")
+
+
 def measure_queries(a, q, rows, reps, order, lvc_query, res, kinds=("count", "point", "last", "agg", "export"),
                     questdb_export_pg=False):
     """Each query of kinds reps[k] times on each system, alternating call
@@ -457,7 +472,7 @@ def measure_queries(a, q, rows, reps, order, lvc_query, res, kinds=("count", "po
         "QuestDB": lambda k, sql: q.query(sql),
     }
     for kind in kinds:
-        lat = {"Apron": [], "QuestDB": [], "QuestDB-csv": [], "Apron-lvc": []}
+        lat = {"Apron": [], "QuestDB": [], "QuestDB-csv": [], "Apron-lvc": [], "Apron-ticket": [], "Apron-lvc-ticket": []}
         counts = {}
         n = reps[kind]
         warm = 1 if kind in ("agg", "export") else 2
@@ -482,11 +497,22 @@ def measure_queries(a, q, rows, reps, order, lvc_query, res, kinds=("count", "po
                     if i >= warm:
                         lat["QuestDB-csv"].append(d)
                     counts.setdefault("QuestDB-csv", []).append(r.num_rows)
+                # The small queries again in one call: a query ticket.
+                if kind in TICKET_KINDS and who == "Apron":
+                    d, r = timed(lambda: a.ticket_query(sql))
+                    if i >= warm:
+                        lat["Apron-ticket"].append(d)
+                    counts.setdefault("Apron-ticket", []).append(
+                        nrows(r) if kind != "count" else r.column(0)[0].as_py())
                 if kind == "last" and who == "Apron" and lvc_query:
                     d, r = timed(lambda: a.query(lvc_query))
                     if i >= warm:
                         lat["Apron-lvc"].append(d)
                     counts.setdefault("Apron-lvc", []).append(r.num_rows)
+                    d, r = timed(lambda: a.ticket_query(lvc_query))
+                    if i >= warm:
+                        lat["Apron-lvc-ticket"].append(d)
+                    counts.setdefault("Apron-lvc-ticket", []).append(r.num_rows)
         # The same answer from both, call by call (rows, or the count).
         if len({tuple(v) for v in counts.values()}) != 1:
             raise RuntimeError(f"{kind}: the systems disagree on the result size: {counts}")
@@ -594,7 +620,7 @@ def one_round(args, rnd, table_arrow, table_plain, df):
             measure_queries(a, q, rows, {k: max(3, v // 2) for k, v in args.reps.items()}, order,
                             args.apron_lvc_query, sub, kinds=("count", "point", "last", "agg"))
             for k, v in sub.items():
-                if k.endswith(".Apron") or k.endswith(".Apron-lvc"):
+                if ".Apron" in k:
                     res[k.replace(".Apron", ".Apron-persisted")] = v
 
         # 16 writers, peak RSS of the server while they run.
@@ -680,6 +706,21 @@ def report(rounds, args):
         if k in med:
             out.append(f"| {label} p50, Apron after the table is persisted (Parquet) | {fmt(med[k], 'ms')} | "
                        f"{fmt(g(f'{kind}.p50.QuestDB'), 'ms')} | {verdict(med[k], g(f'{kind}.p50.QuestDB'), False)} |")
+    # The small queries through a query ticket (pyarrow.flight, one call).
+    for key, label, quest in (("count.p50", "`count(*)` p50", "count.p50"),
+                              ("point.p50", "one host, last 10 minutes, p50", "point.p50"),
+                              ("point.p99", "one host, last 10 minutes, p99", "point.p99"),
+                              ("last.p50", "last row per host p50", "last.p50"),
+                              ("last.p50.Apron-lvc", "last row per host, last-value cache p50", "last.p50"),
+                              ("count.p50.Apron-persisted", "`count(*)` p50, persisted", "count.p50"),
+                              ("point.p50.Apron-persisted", "one host, last 10 minutes p50, persisted", "point.p50"),
+                              ("last.p50.Apron-persisted", "last row per host p50, persisted", "last.p50"),
+                              ("last.p50.Apron-persisted-lvc", "last row per host, last-value cache p50, persisted", "last.p50")):
+        k = (key if ".Apron" in key else key + ".Apron") + "-ticket"
+        if k in med:
+            qv = g(f"{quest}.QuestDB")
+            out.append(f"| {label}, Apron through a query ticket (pyarrow.flight) | {fmt(med[k], 'ms')} | "
+                       f"{fmt(qv, 'ms')} | {verdict(med[k], qv, False)} |")
     table = "\n".join(out)
     raw = ["", f"Raw figures, one column per round ({len(rounds)} rounds; the table gives their medians):", "",
            "| figure | " + " | ".join(f"r{i + 1}" for i in range(len(rounds))) + " |",
