@@ -85,8 +85,13 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 // time. Without a buffered stream, arrow-go reads the whole column chunk
 // (a megabyte and more of a 128k-row group) into a new slice for every
 // column a scan opens, where a selective query needs one page of it (see
-// pqrange.go); a page larger than the buffer grows it.
-const parquetReadBuffer = 128 << 10
+// pqrange.go); a page larger than the buffer grows it. The buffer is a
+// new allocation of every column reader (arrow-go takes no allocator for
+// it), so it starts at the 16 KiB arrow-go peeks for a page header and
+// grows to the page a reader meets: at 128 KiB it was 58% of the bytes
+// a query of one series over a persisted file allocated, and the GC that
+// followed, for pages of 16-64 KiB.
+const parquetReadBuffer = 16 << 10
 
 // parquetReadProps are the properties persisted files are read with: the
 // page readers' decompression buffers from the scan recycler (not

@@ -189,12 +189,18 @@ func (c *pqColumn) seek(row int, pages []*metadata.PageLocation) error {
 // skipRows passes over the next n rows of the page being read (n at most
 // what it has left) without writing them anywhere.
 func (c *pqColumn) skipRows(n int) error {
-	if n == 0 {
-		return nil
-	}
-	_, nv, err := c.defsOf(n)
-	if err != nil {
-		return err
+	// The levels are decoded a vector at a time: a skip over most of a
+	// page (a seek) would otherwise allocate a level for each of its rows,
+	// for every column of every row group a query opens.
+	nv := 0
+	for done := 0; done < n; {
+		k := min(n-done, vectorSize)
+		_, v, err := c.defsOf(k)
+		if err != nil {
+			return err
+		}
+		nv += v
+		done += k
 	}
 	switch {
 	case c.indexed, c.rleBool:
