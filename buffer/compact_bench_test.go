@@ -93,7 +93,7 @@ func BenchmarkCompaction(b *testing.B) {
 		for _, f := range files {
 			recs = append(recs, readAll(b, store, f.Path, mem)...)
 		}
-		props, arrProps := persist.WriterProperties(mem, nil)
+		props, arrProps := persist.WriterProperties(mem, nil, nil)
 		out, err := os.Create(filepath.Join(dir, "direct.parquet"))
 		if err != nil {
 			b.Fatal(err)

@@ -150,7 +150,7 @@ func BenchmarkPersist(b *testing.B) {
 	start := time.Now()
 	var directSize int64
 	for _, cs := range chunks {
-		props, arrProps := persist.WriterProperties(mem, nil)
+		props, arrProps := persist.WriterProperties(mem, nil, nil)
 		f, err := os.Create(filepath.Join(dir, "direct.parquet"))
 		if err != nil {
 			b.Fatal(err)

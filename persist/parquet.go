@@ -59,13 +59,13 @@ const (
 )
 
 // WriterProperties are the writer properties of every persisted file
-// (see doc.go): zstd, statistics, dictionary encoding (but for time and
-// plain), Parquet 2.6 (so TIMESTAMP(NANOS)), no Arrow schema stored in
+// (see doc.go): zstd (but for raw: parquet_raw.go), statistics,
+// dictionary encoding (but for time and plain), Parquet 2.6 (so TIMESTAMP(NANOS)), no Arrow schema stored in
 // the metadata, and nothing time-dependent, so that the same rows give
 // the same bytes. sorting is
 // what the file's row groups declare in sorting_columns; the columns named
 // in plain are written without a dictionary (parquet_dict.go).
-func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, plain ...string) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
+func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, plain []string, raw ...string) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Zstd),
@@ -93,6 +93,9 @@ func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, pla
 	}
 	for _, name := range plain {
 		opts = append(opts, parquet.WithDictionaryFor(name, false))
+	}
+	for _, name := range raw {
+		opts = append(opts, parquet.WithCompressionFor(name, compress.Codecs.Uncompressed))
 	}
 	return parquet.NewWriterProperties(opts...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem))
 }
@@ -162,7 +165,8 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		sorting = append(sorting, parquet.SortingColumn{ColumnIdx: int32(k), NullsFirst: false})
 	}
 	sorting = append(sorting, parquet.SortingColumn{ColumnIdx: 0})
-	props, arrProps := WriterProperties(mem, sorting, plainColumns(out, src.cols)...)
+	plain := plainColumns(out, src.cols)
+	props, arrProps := WriterProperties(mem, sorting, plain, rawColumns(out, src.cols, perm, plain)...)
 	fw, err := pqarrow.NewFileWriter(out, w, props, arrProps)
 	if err != nil {
 		return partFile{}, fmt.Errorf("persist: parquet writer: %w", err)
