@@ -319,6 +319,23 @@ func TestAuthCrossDatabase(t *testing.T) {
 	}
 	tokA, _ := makeToken(t, fc, srv.Admin, []any{perm("a", "read", "write")}, "")
 	actx := bearer(ctx, tokA)
+	// Query tickets (one DoGet, flightsvc/queryticket.go) answer for the
+	// token that sends them, with its permissions; without one, not at all.
+	_, err := ticketRows(ctx, t, fc, mem, ticketJSON("a", "SELECT * FROM t"))
+	wantCode(t, err, codes.Unauthenticated)
+	_, err = ticketRows(bearer(ctx, "apron_not_a_token"), t, fc, mem, ticketJSON("a", "SELECT * FROM t"))
+	wantCode(t, err, codes.Unauthenticated)
+	if rows, err := ticketRows(actx, t, fc, mem, ticketJSON("a", "SELECT * FROM t")); err != nil || len(rows) != 10 {
+		t.Errorf("a query ticket of a's token reading a: %d rows, %v", len(rows), err)
+	}
+	// Nor do they (or the database header) tell a database the token may
+	// not read from one that does not exist.
+	for _, db := range []string{"b", "B", "nope"} {
+		_, err := ticketRows(actx, t, fc, mem, ticketJSON(db, "SELECT * FROM t"))
+		wantCode(t, err, codes.PermissionDenied, fmt.Sprintf("%q", db))
+		_, err = countSQL(metadata.AppendToOutgoingContext(actx, "database", db), sc, "SELECT 1")
+		wantCode(t, err, codes.PermissionDenied, fmt.Sprintf("%q", db))
+	}
 	for _, q := range []string{
 		"SELECT * FROM b.t",
 		"SELECT * FROM B.T",

@@ -111,39 +111,3 @@ func TestQueryTicket(t *testing.T) {
 	}
 	checkHealth(t, srv.Addr)
 }
-
-// TestQueryTicketAuth: a query ticket is answered for the token that
-// sends it, with that token's permissions; without a token, not at all.
-func TestQueryTicketAuth(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	srv := startAuthServer(t, t.TempDir())
-	fc := flightClient(t, srv.Addr)
-	sc := sqlClient(t, srv.Addr, mem)
-	ctx := testCtx(t)
-	for _, db := range []string{"a", "b"} {
-		rec := idRecord(mem, 0, 10)
-		if _, err := sqlIngest(bearer(ctx, srv.Admin), sc, db, "t", rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-	}
-	tokA, _ := makeToken(t, fc, srv.Admin, []any{perm("a", "read")}, "")
-
-	_, err := ticketRows(ctx, t, fc, mem, ticketJSON("a", "SELECT * FROM t"))
-	wantCode(t, err, codes.Unauthenticated)
-	_, err = ticketRows(bearer(ctx, "apron_not_a_token"), t, fc, mem, ticketJSON("a", "SELECT * FROM t"))
-	wantCode(t, err, codes.Unauthenticated)
-	if rows, err := ticketRows(bearer(ctx, tokA), t, fc, mem, ticketJSON("a", "SELECT * FROM t")); err != nil || len(rows) != 10 {
-		t.Errorf("token of a reading a: %d rows, %v", len(rows), err)
-	}
-	for _, tc := range []struct{ db, sql string }{
-		{"b", "SELECT * FROM t"},
-		{"a", "SELECT * FROM b.t"},
-		{"a", "SELECT * FROM t WHERE id IN (SELECT id FROM b.t)"},
-		{"b", "SHOW TABLES"},
-	} {
-		_, err := ticketRows(bearer(ctx, tokA), t, fc, mem, ticketJSON(tc.db, tc.sql))
-		wantCode(t, err, codes.PermissionDenied, `"b"`)
-	}
-}

@@ -447,7 +447,7 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := e.checkDatabase(database); err != nil {
+	if err := e.checkDatabase(ctx, database); err != nil {
 		return nil, err
 	}
 	a, err := e.admit(ctx, sql, database)

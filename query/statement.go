@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/apron-db/apron/auth"
 )
 
 // ErrUnsupportedStatement is wrapped by the error for a statement other than
@@ -66,7 +68,7 @@ var emptySchema = arrow.NewSchema(nil, nil)
 // Prepare checks sql and returns its result and parameter schemas without
 // running it.
 func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement, error) {
-	if err := e.checkDatabase(database); err != nil {
+	if err := e.checkDatabase(ctx, database); err != nil {
 		return nil, err
 	}
 	st := &Statement{SQL: sql, Database: database, Kind: KindQuery}
@@ -210,9 +212,15 @@ func resultSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.S
 	return schema, nil
 }
 
-func (e *Engine) checkDatabase(database string) error {
+// checkDatabase refuses a current database that does not exist.
+func (e *Engine) checkDatabase(ctx context.Context, database string) error {
 	if database == "" {
 		return nil
+	}
+	// A token with no permission on the database learns nothing of it,
+	// not even whether it exists: refused as it would be if it did.
+	if who := auth.FromContext(ctx); !who.CanRead(database) && !who.CanWrite(database) {
+		return who.Read(database)
 	}
 	if _, ok := e.wb.Catalog().Database(database); !ok {
 		return newError(ErrNotFound, "database %q not found", database)
@@ -299,7 +307,7 @@ func (e *Engine) run(ctx context.Context, sql, database string, nparams int, par
 	if err := validateParams(params); err != nil {
 		return nil, err
 	}
-	if err := e.checkDatabase(database); err != nil {
+	if err := e.checkDatabase(ctx, database); err != nil {
 		return nil, err
 	}
 	a, err := e.admit(ctx, sql, database)
