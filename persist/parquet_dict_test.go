@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // TestParquetDictionaryBySample: a numeric column whose values all differ
@@ -33,31 +34,7 @@ func TestParquetDictionaryBySample(t *testing.T) {
 				rows[i].Usage = ptr(c.usage(i))
 				rows[i].Extra = ptr(c.extra(i))
 			}
-			chunks := makeChunks(t, mem, batch{rows: rows, extra: true})
-			defer releaseChunks(chunks)
-			var buf bytes.Buffer
-			if _, err := writePartition(&buf, cpuTable(true), chunks, mem, RowGroupRows, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			rec := readParquetBytes(t, buf.Bytes(), mem)
-			got := rowsOf(t, rec)
-			rec.Release()
-			assertRows(t, got, rows)
-
-			pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pf.Close()
-			dict := map[string]bool{}
-			rg := pf.MetaData().RowGroup(0)
-			for i := 0; i < rg.NumColumns(); i++ {
-				cc, err := rg.ColumnChunk(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dict[pf.MetaData().Schema.Column(i).Name()] = cc.HasDictionaryPage()
-			}
+			dict := writeBack(t, mem, rows, (*metadata.ColumnChunkMetaData).HasDictionaryPage)
 			want := map[string]bool{"time": false, "host": true, "usage": c.wantUsageDict, "ok": false, "extra": c.wantExtraDict}
 			for name, w := range want {
 				if dict[name] != w {
@@ -66,4 +43,37 @@ func TestParquetDictionaryBySample(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeBack writes rows as one partition, checks that they read back the
+// same, and returns of(column chunk) for each column of the file's first
+// row group, by name.
+func writeBack[T any](t *testing.T, mem memory.Allocator, rows []row, of func(*metadata.ColumnChunkMetaData) T) map[string]T {
+	t.Helper()
+	chunks := makeChunks(t, mem, batch{rows: rows, extra: true})
+	defer releaseChunks(chunks)
+	var buf bytes.Buffer
+	if _, err := writePartition(&buf, cpuTable(true), chunks, mem, RowGroupRows, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := readParquetBytes(t, buf.Bytes(), mem)
+	got := rowsOf(t, rec)
+	rec.Release()
+	assertRows(t, got, rows)
+
+	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	out := map[string]T{}
+	rg := pf.MetaData().RowGroup(0)
+	for i := 0; i < rg.NumColumns(); i++ {
+		cc, err := rg.ColumnChunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[pf.MetaData().Schema.Column(i).Name()] = of(cc)
+	}
+	return out
 }

@@ -1,13 +1,12 @@
 package persist
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // TestParquetRawBySample: a column without a dictionary whose values zstd
@@ -38,31 +37,9 @@ func TestParquetRawBySample(t *testing.T) {
 				rows[i].Usage = ptr(c.usage(r, i))
 				rows[i].Extra = ptr(c.extra(i))
 			}
-			chunks := makeChunks(t, mem, batch{rows: rows, extra: true})
-			defer releaseChunks(chunks)
-			var buf bytes.Buffer
-			if _, err := writePartition(&buf, cpuTable(true), chunks, mem, RowGroupRows, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			rec := readParquetBytes(t, buf.Bytes(), mem)
-			got := rowsOf(t, rec)
-			rec.Release()
-			assertRows(t, got, rows)
-
-			pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pf.Close()
-			raw := map[string]bool{}
-			rg := pf.MetaData().RowGroup(0)
-			for i := 0; i < rg.NumColumns(); i++ {
-				cc, err := rg.ColumnChunk(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				raw[pf.MetaData().Schema.Column(i).Name()] = cc.Compression() == compress.Codecs.Uncompressed
-			}
+			raw := writeBack(t, mem, rows, func(cc *metadata.ColumnChunkMetaData) bool {
+				return cc.Compression() == compress.Codecs.Uncompressed
+			})
 			want := map[string]bool{"time": false, "host": false, "usage": c.wantUsageRaw, "ok": false, "extra": false}
 			for name, w := range want {
 				if raw[name] != w {
