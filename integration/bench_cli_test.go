@@ -157,6 +157,21 @@ func TestBenchCLI(t *testing.T) {
 		}
 	}
 
+	// The same through query tickets: one DoGet a query.
+	qt := runBench(t, s.Addr, append([]string{"query", "--ticket", "--concurrency", "2", "--queries", "count,last"}, short...)...)
+	if qt.code != 0 {
+		t.Fatalf("bench query --ticket exited %d; stdout:\n%s\nstderr:\n%s", qt.code, qt.stdout, qt.stderr)
+	}
+	if !strings.Contains(qt.stderr+qt.stdout, "as query tickets") {
+		t.Errorf("bench query --ticket does not say it runs query tickets:\n%s%s", qt.stdout, qt.stderr)
+	}
+	if tot := checkBenchKind(t, qt, "last"); tot.Rows != 50*tot.Count {
+		t.Errorf("last by ticket: %d rows of %d queries over 50 hosts", tot.Rows, tot.Count)
+	}
+	if tot := checkBenchKind(t, qt, "count"); tot.Rows != tot.Count {
+		t.Errorf("count by ticket: %d rows of %d queries", tot.Rows, tot.Count)
+	}
+
 	m := runBench(t, s.Addr, append([]string{"mixed", "--writers", "1", "--concurrency", "2", "--queries", "count,last"}, short...)...)
 	if m.code != 0 {
 		t.Fatalf("bench mixed exited %d; stdout:\n%s\nstderr:\n%s", m.code, m.stdout, m.stderr)

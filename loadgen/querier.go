@@ -2,11 +2,13 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/util"
 )
@@ -22,6 +24,10 @@ type QueryConfig struct {
 	Hosts int
 	// Timeout bounds each query (0: only the run's end does).
 	Timeout time.Duration
+	// Ticket runs each query as a query ticket, in one DoGet (the JSON
+	// ticket InfluxDB 3's clients send), instead of Flight SQL's
+	// GetFlightInfo and then DoGet.
+	Ticket bool
 }
 
 // DefaultQueryConfig is what apron bench query runs without flags: every
@@ -93,7 +99,8 @@ func (q *querier) run(ctx context.Context, stop, ready <-chan struct{}) {
 	}
 }
 
-// execute runs sql and reads every batch of every endpoint. It returns
+// execute runs sql (a query ticket, or GetFlightInfo) and reads every
+// batch of every endpoint. It returns
 // the rows and the Arrow bytes of the result.
 func (q *querier) execute(ctx context.Context, sql string) (rows, bytes int64, err error) {
 	if q.cfg.Timeout > 0 {
@@ -101,12 +108,24 @@ func (q *querier) execute(ctx context.Context, sql string) (rows, bytes int64, e
 		ctx, cancel = context.WithTimeout(ctx, q.cfg.Timeout)
 		defer cancel()
 	}
-	info, err := q.cl.Execute(ctx, sql)
-	if err != nil {
-		return 0, 0, err
+	var tickets []*flight.Ticket
+	if q.cfg.Ticket {
+		b, err := json.Marshal(map[string]string{"database": q.db, "sql_query": sql})
+		if err != nil {
+			return 0, 0, err
+		}
+		tickets = []*flight.Ticket{{Ticket: b}}
+	} else {
+		info, err := q.cl.Execute(ctx, sql)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, ep := range info.Endpoint {
+			tickets = append(tickets, ep.Ticket)
+		}
 	}
-	for _, ep := range info.Endpoint {
-		rdr, err := q.cl.DoGet(ctx, ep.Ticket)
+	for _, tkt := range tickets {
+		rdr, err := q.cl.DoGet(ctx, tkt)
 		if err != nil {
 			return rows, bytes, err
 		}

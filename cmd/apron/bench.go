@@ -51,6 +51,7 @@ type benchFlags struct {
 	rows      int64
 
 	concurrency int
+	ticket      bool
 	queries     []string
 	sqlFile     string
 }
@@ -149,6 +150,7 @@ func newBenchSubcommand(kind string, f *benchFlags, stdout, stderr io.Writer) *c
 		fs.IntVar(&f.concurrency, "concurrency", qdef.Concurrency, "concurrent queriers, each with its own connection and one query at a time")
 		fs.StringSliceVar(&f.queries, "queries", loadgen.BuiltinKinds(), "the query mix, run in turn: "+benchQueryHelp())
 		fs.StringVar(&f.sqlFile, "sql", "", "run the statements of this file instead of --queries: separated by ';', else one a line; {table}, {db} and {host} are replaced")
+		fs.BoolVar(&f.ticket, "ticket", false, "run each query in one DoGet of a query ticket (InfluxDB 3's JSON ticket) instead of Flight SQL's GetFlightInfo and DoGet")
 		fs.Lookup("timeout").Usage = "give up on a query after this long; 0 = never (the run's length is --duration)"
 		cmd.RegisterFlagCompletionFunc("queries", cobra.FixedCompletions(loadgen.BuiltinKinds(), cobra.ShellCompDirectiveNoFileComp))
 	} else {
@@ -195,7 +197,7 @@ func (f *benchFlags) config(kind string, fs *pflag.FlagSet) (loadgen.Config, err
 		cfg.Write = &w
 	}
 	if kind != "write" {
-		q := loadgen.QueryConfig{Concurrency: f.concurrency, Hosts: f.tags, Timeout: f.conn.timeout}
+		q := loadgen.QueryConfig{Concurrency: f.concurrency, Hosts: f.tags, Timeout: f.conn.timeout, Ticket: f.ticket}
 		switch {
 		case f.sqlFile != "":
 			if fs.Changed("queries") {
@@ -306,7 +308,11 @@ func describeBench(cfg loadgen.Config) string {
 		for _, qq := range q.Queries {
 			kinds = append(kinds, qq.Kind)
 		}
-		parts = append(parts, fmt.Sprintf("%d queriers running %s", q.Concurrency, strings.Join(kinds, ",")))
+		how := ""
+		if q.Ticket {
+			how = " as query tickets"
+		}
+		parts = append(parts, fmt.Sprintf("%d queriers running %s%s", q.Concurrency, strings.Join(kinds, ","), how))
 	}
 	return strings.Join(parts, " and ")
 }
