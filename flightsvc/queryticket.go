@@ -20,8 +20,9 @@ import (
 //
 //	{"database": "metrics", "sql_query": "SELECT * FROM cpu WHERE host = 'a'"}
 //
-// InfluxDB 3's own form, which its client libraries (influxdb3-python,
-// -go, -java, -js) and pyarrow.flight users send. It answers a query in
+// InfluxDB 3's own form, which its client libraries send
+// (influxdb3-python's is tested: TestPythonClients), as pyarrow.flight
+// users can. It answers a query in
 // one call, where Flight SQL takes two (GetFlightInfo, then DoGet) and a
 // new statement through ADBC's DB-API four (CreatePreparedStatement,
 // GetFlightInfo, DoGet, ClosePreparedStatement): the round trips and the

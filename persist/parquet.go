@@ -59,12 +59,13 @@ const (
 )
 
 // WriterProperties are the writer properties of every persisted file
-// (see doc.go): zstd (but for raw: parquet_raw.go), statistics,
-// dictionary encoding (but for time and plain), Parquet 2.6 (so TIMESTAMP(NANOS)), no Arrow schema stored in
-// the metadata, and nothing time-dependent, so that the same rows give
-// the same bytes. sorting is
-// what the file's row groups declare in sorting_columns; the columns named
-// in plain are written without a dictionary (parquet_dict.go).
+// (see doc.go): zstd, statistics, dictionary encoding (but for time),
+// Parquet 2.6 (so TIMESTAMP(NANOS)), no Arrow schema stored in the
+// metadata, and nothing time-dependent, so that the same rows give the
+// same bytes. sorting is what the file's row groups declare in
+// sorting_columns; the columns named in plain are written without a
+// dictionary (parquet_dict.go), those named in raw uncompressed
+// (parquet_raw.go).
 func WriterProperties(mem memory.Allocator, sorting []parquet.SortingColumn, plain []string, raw ...string) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
