@@ -20,6 +20,8 @@ func BenchmarkQueryOverhead(b *testing.B) {
 		"engine-select1": "SELECT 1",
 		// A bound using now(), evaluated on every run (evalTimes).
 		"engine-now-bound": "SELECT host FROM db.cpu WHERE host = 'a' AND time >= now() - INTERVAL 10 MINUTE",
+		"engine-count":     "SELECT count(*) FROM db.cpu",
+		"engine-point":     "SELECT * FROM db.cpu WHERE host = 'a' AND time >= '2026-01-01 00:00:00'::TIMESTAMP_NS",
 	} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
