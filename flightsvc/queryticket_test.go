@@ -3,6 +3,7 @@ package flightsvc
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
@@ -64,4 +65,33 @@ func TestDecodeQueryTicket(t *testing.T) {
 			t.Errorf("%s: %v, want an invalid request", in, err)
 		}
 	}
+}
+
+// FuzzDecodeQueryTicket: whatever a client sends as a ticket, decoding
+// neither panics nor accepts a ticket without SQL, with invalid UTF-8, or
+// that the dispatcher would not take for a query ticket.
+func FuzzDecodeQueryTicket(f *testing.F) {
+	for _, s := range []string{
+		`{"database": "a", "sql_query": "SELECT 1"}`,
+		`{"bucket-name": "a", "sql_query": "SELECT 1", "query_type": "sql", "is_debug": false, "params": {}}`,
+		`{"database": "a", "namespace_name": "b", "sql_query": "x"}`,
+		`{"sql_query": "SELECT 1"} {}`,
+		`{"DATABASE": "a", "SQL_QUERY": "SELECT 1"}`,
+		`{"sql_query": "\u0000"}`,
+		"\x0a\x04apron",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sql, _, err := decodeQueryTicket(b)
+		if err != nil {
+			if !errors.Is(err, errInvalidRequest) {
+				t.Fatalf("%q: %v is not an invalid request", b, err)
+			}
+			return
+		}
+		if sql == "" || !utf8.ValidString(sql) || !isQueryTicket(b) {
+			t.Fatalf("%q accepted: sql %q, taken for a query ticket: %v", b, sql, isQueryTicket(b))
+		}
+	})
 }
