@@ -98,9 +98,9 @@ func TestQueryTicket(t *testing.T) {
 		{`{"database": "nope", "sql_query": "SELECT 1"}`, codes.NotFound, "nope"},
 		{`{"database": "a", "sql_query": "SELECT * FROM no_such_table"}`, codes.NotFound, "no_such_table"},
 		{`{"database": "a", "sql_query": "SELECT 1 +"}`, codes.InvalidArgument, "syntax"},
-		{`{"database": "a", "sql_query": "INSERT INTO t SELECT * FROM t"}`, codes.InvalidArgument, ""},
-		{`{"database": "a", "sql_query": "CREATE TABLE u (time TIMESTAMP_NS, x DOUBLE)"}`, codes.InvalidArgument, ""},
-		{`{"database": "a", "sql_query": "DELETE FROM t"}`, codes.InvalidArgument, ""},
+		{`{"database": "a", "sql_query": "INSERT INTO t SELECT * FROM t"}`, codes.InvalidArgument, "execute it as an update"},
+		{`{"database": "a", "sql_query": "CREATE TABLE u (time TIMESTAMP_NS, x DOUBLE)"}`, codes.InvalidArgument, "execute it as an update"},
+		{`{"database": "a", "sql_query": "DELETE FROM t"}`, codes.InvalidArgument, "execute it as an update"},
 		{`{"database": "a", "sql_query": "SELECT * FROM t WHERE value = ?"}`, codes.InvalidArgument, "parameters"},
 	} {
 		_, err := ticketRows(ctx, t, fc, mem, []byte(tc.ticket))

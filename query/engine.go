@@ -452,7 +452,7 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 	}
 	a, err := e.admit(ctx, sql, database)
 	if err != nil {
-		return nil, err
+		return nil, updateAsQuery(sql, database, err)
 	}
 	ctx, cancel := e.withTimeout(ctx, a)
 	c, err := e.acquire(ctx, a.systemOnly())
@@ -470,6 +470,24 @@ func (e *Engine) Query(ctx context.Context, sql string, database string) (array.
 		return nil, err
 	}
 	return timed(ctx, e.labeled(r, a, database), cancel), nil
+}
+
+// updateAsQuery is the error for a statement that Prepare takes as an
+// update (INSERT, CREATE, DROP, DELETE: Apron's own grammars) sent to
+// Query, which runs queries only (a query ticket, a statement ticket):
+// err, admission's refusal, would say the statement is not supported at
+// all. Apron's parsers run on this error path only.
+func updateAsQuery(sql, database string, err error) error {
+	if !errors.Is(err, ErrUnsupportedStatement) {
+		return err
+	}
+	_, ddl, _ := parseDDL(sql, database)
+	_, del, _ := parseDelete(sql, database)
+	_, ins, _ := parseInsert(sql, database)
+	if ddl || del || ins {
+		return newError(ErrUnsupportedStatement, "an INSERT, CREATE, DROP or DELETE returns no rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)")
+	}
+	return err
 }
 
 func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (array.RecordReader, error) {

@@ -212,7 +212,8 @@ func resultSchema(opts duck.ArrowOptions, stmt duck.PreparedStatement) (*arrow.S
 	return schema, nil
 }
 
-// checkDatabase refuses a current database that does not exist.
+// checkDatabase refuses a current database that does not exist, and,
+// before looking, one the caller may neither read nor write.
 func (e *Engine) checkDatabase(ctx context.Context, database string) error {
 	if database == "" {
 		return nil
