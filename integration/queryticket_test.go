@@ -32,19 +32,7 @@ func ticketRows(ctx context.Context, t testing.TB, c flight.Client, mem memory.A
 	if err != nil {
 		return nil, err
 	}
-	defer rdr.Release()
-	var rows []map[string]any
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		for r := range int(rec.NumRows()) {
-			row := make(map[string]any, rec.NumCols())
-			for c, f := range rec.Schema().Fields() {
-				row[f.Name] = goValue(rec.Column(c), r)
-			}
-			rows = append(rows, row)
-		}
-	}
-	return rows, rdr.Err()
+	return readRows(rdr)
 }
 
 // TestQueryTicket: a DoGet ticket that a client writes itself, InfluxDB

@@ -38,19 +38,8 @@ func seedSQL(t testing.TB, addr string, n int64) {
 // and releases it.
 func collect(t testing.TB, rdr array.RecordReader) []map[string]any {
 	t.Helper()
-	defer rdr.Release()
-	var rows []map[string]any
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		for r := 0; r < int(rec.NumRows()); r++ {
-			row := make(map[string]any, rec.NumCols())
-			for c, f := range rec.Schema().Fields() {
-				row[f.Name] = goValue(rec.Column(c), r)
-			}
-			rows = append(rows, row)
-		}
-	}
-	if err := rdr.Err(); err != nil {
+	rows, err := readRows(rdr)
+	if err != nil {
 		t.Fatalf("reading the result: %v", err)
 	}
 	return rows

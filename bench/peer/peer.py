@@ -33,6 +33,7 @@ import urllib.request
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.flight as pa_flight
 
 DAY0_NS = 1767225600 * 10**9  # 2026-01-01T00:00:00Z
 DAY_NS = 86400 * 10**9
@@ -166,6 +167,7 @@ class Apron(Server):
             "adbc.flight.sql.client_option.with_max_msg_size": str(64 << 20),
         })
         self.cur = self.conn.cursor()
+        self.flight = pa_flight.FlightClient(self.uri)  # for ticket_query
         self.update(f"CREATE SCHEMA IF NOT EXISTS {DB}")
         for t in ("cpu", "writes", "cpu_bg"):
             self.update(APRON_DDL.format(t=f"{DB}.{t}"))
@@ -181,10 +183,7 @@ class Apron(Server):
     def ticket_query(self, sql):
         """Runs sql in one DoGet of a query ticket (pyarrow.flight, the
         JSON ticket InfluxDB 3's clients send) and returns its result."""
-        import pyarrow.flight as flight
-        if getattr(self, "flight", None) is None:
-            self.flight = flight.FlightClient(self.uri)
-        tkt = flight.Ticket(json.dumps({"database": DB, "sql_query": sql}).encode())
+        tkt = pa_flight.Ticket(json.dumps({"database": DB, "sql_query": sql}).encode())
         return self.flight.do_get(tkt).read_all()
 
     def bulk_ingest(self, table, name="cpu"):
@@ -197,8 +196,7 @@ class Apron(Server):
         try:
             self.cur.close()
             self.conn.close()
-            if getattr(self, "flight", None) is not None:
-                self.flight.close()
+            self.flight.close()
         except Exception:
             pass
         super().stop()
