@@ -481,13 +481,19 @@ func updateAsQuery(sql, database string, err error) error {
 	if !errors.Is(err, ErrUnsupportedStatement) {
 		return err
 	}
-	_, ddl, _ := parseDDL(sql, database)
-	_, del, _ := parseDelete(sql, database)
-	_, ins, _ := parseInsert(sql, database)
-	if ddl || del || ins {
-		return newError(ErrUnsupportedStatement, "an INSERT, CREATE, DROP or DELETE returns no rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)")
+	// Only a form the update path accepts gets the hint: CREATE SEQUENCE
+	// keeps admission's refusal.
+	var what string
+	if _, ok, perr := parseDDL(sql, database); ok && perr == nil {
+		what = "CREATE or DROP"
+	} else if _, ok, perr := parseDelete(sql, database); ok && perr == nil {
+		what = "DELETE"
+	} else if _, ok, perr := parseInsert(sql, database); ok && perr == nil {
+		what = "INSERT"
+	} else {
+		return err
 	}
-	return err
+	return newError(ErrUnsupportedStatement, "%s is not supported as a query, which must return rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)", what)
 }
 
 func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (array.RecordReader, error) {
