@@ -148,7 +148,7 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 		}
 		fields[i] = f
 	}
-	g := &scanGlobal{bind: &bindData{e: e, key: key, fields: fields, bounds: allTime}, proj: d.cols, ctx: ctx, view: view}
+	g := &scanGlobal{bind: &bindData{e: e, key: key, fields: fields}, bounds: allTime, proj: d.cols, ctx: ctx, view: view}
 	subFields := make([]arrow.Field, schema.NumFields())
 	for i, f := range schema.Fields() {
 		subFields[i] = arrow.Field{Name: fields[d.cols[i]].Name, Type: f.Type, Nullable: true}
@@ -480,7 +480,7 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 		view.Release()
 		return nil // retention.go
 	}
-	duck.DestroyPrepare(&stmt)
+	c.keepPlan(&stmt) // the next direct scan of the text needs no Prepare
 	e.directScans.Add(1)
 	untrack := e.track(c)
 	return e.newDirectReader(ctx, d, schema, view, func() {

@@ -157,8 +157,12 @@
 // database and catalog version (so a GetFlightInfo seen before takes no
 // slot and prepares nothing on DuckDB), and each pooled connection keeps
 // BEGIN TRANSACTION READ ONLY and ROLLBACK prepared (parsecache.go).
-// Admission's checks against the catalog and the caller's permissions run
-// again on every use.
+// Each pooled connection also keeps DuckDB's plans of the statements it
+// ran, by text, database and catalog version, and runs one again instead
+// of preparing it anew (plancache.go): a plan holds nothing of the query
+// it was made for, as apron_scan's init looks the query's state (View,
+// bounds, caller) up by connection. Admission's checks against the
+// catalog and the caller's permissions run again on every use.
 //
 // # Last-value caches
 //

@@ -165,6 +165,7 @@ type Engine struct {
 	// (scan_select.go).
 	rowsSelectedOut atomic.Int64
 	directScans     atomic.Int64 // queries streamed as direct scans
+	plansReused     atomic.Int64 // queries run on a kept plan (plancache.go)
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
 	// newestChunks and newestFiles are left out as older than a top-n's
@@ -209,6 +210,12 @@ type conn struct {
 	// (evalTimes), by database and bound expressions, prepared on first
 	// use: run again, they give now() of the query's transaction.
 	evals map[string]duck.PreparedStatement
+	// plans are statements prepared for earlier queries, kept for the
+	// next query of the same text (plancache.go); plan is the key the
+	// statement of the query running now is kept under when it ends
+	// well, nil when it is not to be kept.
+	plans []plan
+	plan  *planKey
 }
 
 // maxConnEvals bounds conn.evals; past it the statements are dropped and
@@ -254,6 +261,7 @@ func (c *conn) close() {
 	duck.DestroyPrepare(&c.endTx)
 	duck.DestroyPrepare(&c.serialize)
 	c.dropEvals()
+	c.dropPlans()
 	duck.Disconnect(&c.c)
 }
 
@@ -383,6 +391,7 @@ type Stats struct {
 	// equality of their query could match, which scans did not emit.
 	RowsSelectedOut int64
 	DirectScans     int64 // queries streamed straight from storage (direct.go)
+	PlansReused     int64 // queries run on a plan kept from an earlier one (plancache.go)
 	LastValueUses   int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
@@ -419,7 +428,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), LastValueUses: e.lastValueUses.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), PlansReused: e.plansReused.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
@@ -535,7 +544,8 @@ func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.Prepared
 	if err := c.begin(); err != nil {
 		return stmt, err
 	}
-	if qs := e.prepareState(c, a); qs.boundsErr != nil {
+	qs := e.prepareState(c, a)
+	if qs.boundsErr != nil {
 		// A bound that failed to evaluate ('x'::TIMESTAMP) failed the
 		// transaction it ran in: the statement gets a new one, so that
 		// what its client sees is DuckDB's error for the statement, not
@@ -548,6 +558,15 @@ func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.Prepared
 		}
 	}
 	c.sql = a.sql
+	c.plan = nil
+	if !a.explain {
+		k := planKey{sql: a.sql, database: database, catalog: qs.view.Catalog().Version(), views: e.views.synced.Load()}
+		c.plan = &k
+		if kept, ok := c.takePlan(k); ok {
+			e.plansReused.Add(1)
+			return kept, nil
+		}
+	}
 	if duck.Prepare(c.c, a.sql, &stmt) == duck.StateError {
 		err := classify(duck.PrepareError(stmt))
 		duck.DestroyPrepare(&stmt)

@@ -133,16 +133,16 @@ type lastValueUse struct {
 	def catalog.LastValueCache
 }
 
-// lastValueChunks returns the chunk a scan of bd reads instead of the
-// table when it is fed from a cache: explicitly (last_value) or because
+// lastValueChunks returns the chunk a scan of bd, in the query qs, reads
+// instead of the table when it is fed from a cache: explicitly (last_value) or because
 // the query's shape allows it. ok false: read the table.
-func (e *Engine) lastValueChunks(view *buffer.View, bd *bindData) (chunks []buffer.Chunk, ok bool, err error) {
+func (e *Engine) lastValueChunks(view *buffer.View, bd *bindData, qs *queryState) (chunks []buffer.Chunk, ok bool, err error) {
 	var use *lastValueUse
 	if !bd.lastValue {
-		if bd.qs == nil || bd.qs.lastValue == nil {
+		if qs == nil || qs.lastValue == nil {
 			return nil, false, nil
 		}
-		if use = bd.qs.lastValue[lowerKey(bd.key.Database, bd.key.Table)]; use == nil {
+		if use = qs.lastValue[lowerKey(bd.key.Database, bd.key.Table)]; use == nil {
 			return nil, false, nil
 		}
 	}

@@ -58,7 +58,7 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 	// Row groups whose time statistics cannot match are skipped, and
 	// those whose string statistics hold none of the values the query
 	// wants.
-	b := g.bind.bounds
+	b := g.bounds
 	for i, rows := range gs.rows {
 		if rows == 0 {
 			continue
@@ -67,7 +67,7 @@ func (g *scanGlobal) openParquet(f persist.File) (_ *parquetFile, err error) {
 			e.rowGroupsPruned.Add(1)
 			continue
 		}
-		if gs.excludedByEquals(i, g.bind.equals) {
+		if gs.excludedByEquals(i, g.equals) {
 			e.rowGroupsPruned.Add(1)
 			continue
 		}

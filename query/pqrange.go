@@ -46,7 +46,7 @@ type pqNarrow struct {
 }
 
 func (g *scanGlobal) narrowing() pqNarrow {
-	return pqNarrow{want: g.bind.equals, bounds: g.bind.bounds}
+	return pqNarrow{want: g.equals, bounds: g.bounds}
 }
 
 // rowRange is the rows [lo, hi) of row group u that can match the query,

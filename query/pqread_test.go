@@ -207,7 +207,7 @@ func pqScanOf(t testing.TB, e *Engine, path string, fields []arrow.Field, proj [
 	}
 	f := persist.File{Path: filepath.Base(path), URI: "file://" + filepath.ToSlash(path), Size: fi.Size(), Rows: 1,
 		MinTime: math.MinInt64, MaxTime: math.MaxInt64, Database: "db", Table: "t"}
-	g := &scanGlobal{bind: &bindData{e: e, fields: fields, bounds: bounds}, proj: proj, files: []persist.File{f}, ctx: context.Background()}
+	g := &scanGlobal{bind: &bindData{e: e, fields: fields}, bounds: bounds, proj: proj, files: []persist.File{f}, ctx: context.Background()}
 	l = &scanLocal{g: g}
 	return l, func() {
 		l.destroy()

@@ -20,6 +20,9 @@ type reader struct {
 	schema *arrow.Schema
 	conn   duck.Connection
 	onDone func() // gives the connection back; called once
+	// keep, if set, keeps the statement for the next query of its text
+	// (conn.keepPlan) when the query ended without error.
+	keep func(*duck.PreparedStatement)
 
 	stmt    duck.PreparedStatement
 	pending duck.PendingResult
@@ -52,6 +55,7 @@ func (e *Engine) execute(ctx context.Context, c *conn, stmt duck.PreparedStateme
 		untrack()
 		return nil, err
 	}
+	r.keep = c.keepPlan
 	r.onDone = func() {
 		stopLink()
 		untrack()
@@ -135,6 +139,9 @@ func (r *reader) finish() {
 	}
 	duck.DestroyArrowOptions(&r.opts)
 	duck.DestroyPending(&r.pending)
+	if r.keep != nil && r.err == nil && r.ctx.Err() == nil {
+		r.keep(&r.stmt)
+	}
 	duck.DestroyPrepare(&r.stmt)
 	if r.onDone != nil {
 		r.onDone()

@@ -107,20 +107,35 @@ func (e *Engine) registerScan() error {
 	return nil
 }
 
-// bindData is one scan's table and columns, fixed at bind.
+// bindData is one scan's table and columns, fixed at bind. A plan kept
+// for the next query of the same text (plancache.go) keeps its bind data,
+// so nothing of one query is kept here: the query's state (its View, time
+// bounds, equalities, caller) is looked up by connection at init.
 type bindData struct {
 	e      *Engine
 	key    buffer.TableKey
 	fields []arrow.Field // the first ncols columns, strings as dictionaries
-	bounds timeBounds    // rows outside cannot match the query
-	// equals: rows whose column (lower-cased name) holds none of the
-	// values cannot match the query.
-	equals map[string][]string
-	// qs is the state of the query the scan is bound in (its View), nil
-	// when bound outside a query.
-	qs *queryState
+	// conn is the DuckDB connection the scan is bound on: its query state
+	// (Engine.qstate) is the query the scan runs in.
+	conn uint64
 	// lastValue: a scan of the table's last-value cache (last_value).
 	lastValue bool
+}
+
+// queryOf returns the state of the query the scan runs in, nil when it
+// runs outside a query (the engine's own connections). A scan on a pooled
+// connection, which runs clients' statements, must run in a query that
+// was admitted to read its table's database: checked at bind, and again
+// at every init, as a plan kept from another query is not bound again.
+func (bd *bindData) queryOf() (*queryState, error) {
+	var qs *queryState
+	if v, ok := bd.e.qstate.Load(bd.conn); ok {
+		qs = v.(*queryState)
+	}
+	if _, pooled := bd.e.pooled.Load(bd.conn); pooled && (qs == nil || !qs.databases[strings.ToLower(bd.key.Database)]) {
+		return nil, fmt.Errorf("table %q.%q is not among the tables the statement was admitted to read", bd.key.Database, bd.key.Table)
+	}
+	return qs, nil
 }
 
 //export apron_scan_bind
@@ -197,18 +212,12 @@ func (e *Engine) bindTable(info duck.BindInfo, db, table string, ncols int64, la
 		seen[strings.ToLower(name)] = true
 		duck.BindAddResultColumn(info, name, types[i]) // copies the type
 	}
-	bd := &bindData{e: e, key: buffer.TableKey{Database: db, Table: table}, bounds: allTime, lastValue: lastValue}
-	bd.fields = fields
-	if qs != nil {
-		bd.qs = qs
-		bd.bounds = bd.qs.boundsOf(bd.key)
-		bd.equals = qs.equals[lowerKey(db, table)]
-	}
+	bd := &bindData{e: e, key: buffer.TableKey{Database: db, Table: table}, fields: fields, conn: id, lastValue: lastValue}
 	// A client's statement reads the databases it was admitted with, and
 	// no other, however it names a table (the engine's own connections,
 	// which make the views, are not clients').
-	if _, pooled := e.pooled.Load(id); pooled && (bd.qs == nil || !bd.qs.databases[strings.ToLower(db)]) {
-		return fmt.Errorf("table %q.%q is not among the tables the statement was admitted to read", db, table)
+	if _, err := bd.queryOf(); err != nil {
+		return err
 	}
 	duck.BindSetBindData(info, newHandle(bd), deleteHandlePtr)
 	return nil
@@ -297,7 +306,14 @@ func (e *Engine) duckTypes(fields []arrow.Field) ([]duck.LogicalType, error) {
 // at a time, and the row groups of files read natively (pqscan.go) one at
 // a time too.
 type scanGlobal struct {
-	bind   *bindData
+	bind *bindData
+	// qs is the query the scan runs in (nil outside a query), bounds and
+	// equals what it knows of the rows that can match: rows outside
+	// bounds cannot, nor rows whose column (lower-cased name) holds none
+	// of equals' values.
+	qs     *queryState
+	bounds timeBounds
+	equals map[string][]string
 	proj   []int // output column → table column; -1: none (row id)
 	chunks []buffer.Chunk
 	files  []persist.File
@@ -326,7 +342,16 @@ func apron_scan_init(p unsafe.Pointer) {
 	info := duck.InitInfo{Ptr: p}
 	defer recoverMessage(func(msg string) { duck.InitSetError(info, msg) })
 	bd := handleValue(duck.InitGetBindData(info)).(*bindData)
-	g := &scanGlobal{bind: bd}
+	qs, err := bd.queryOf()
+	if err != nil {
+		duck.InitSetError(info, err.Error())
+		return
+	}
+	g := &scanGlobal{bind: bd, qs: qs, bounds: allTime}
+	if qs != nil {
+		g.bounds = qs.boundsOf(bd.key)
+		g.equals = qs.equals[lowerKey(bd.key.Database, bd.key.Table)]
+	}
 	n := int(duck.InitGetColumnCount(info))
 	g.proj = make([]int, n)
 	for i := range n {
@@ -340,22 +365,22 @@ func apron_scan_init(p unsafe.Pointer) {
 	g.ctx = context.Background()
 	if _, ok := systemTables[bd.key.Table]; ok && bd.key.Database == SystemSchema && !bd.lastValue {
 		var who *auth.Principal
-		if bd.qs != nil {
-			who = bd.qs.who
+		if qs != nil {
+			who = qs.who
 		}
 		g.chunks = bd.e.systemChunk(bd.key.Table, who)
 	} else {
 		view := (*buffer.View)(nil)
-		if bd.qs != nil {
-			view, g.ctx = bd.qs.view, bd.qs.ctx
+		if qs != nil {
+			view, g.ctx = qs.view, qs.ctx
 		} else {
 			g.view = bd.e.wb.View()
 			view = g.view
 		}
-		bounds := withCutoff(view, bd.key, bd.bounds)
-		if only := bd.qs.onlyFor(bd.key); only != nil {
+		bounds := withCutoff(view, bd.key, g.bounds)
+		if only := qs.onlyFor(bd.key); only != nil {
 			g.files = only.filter(bd.e.persistedFiles(view, bd.key, bounds))
-		} else if chunks, ok, err := bd.e.lastValueChunks(view, bd); err != nil {
+		} else if chunks, ok, err := bd.e.lastValueChunks(view, bd, qs); err != nil {
 			g.destroy()
 			duck.InitSetError(info, err.Error())
 			return
@@ -364,15 +389,15 @@ func apron_scan_init(p unsafe.Pointer) {
 		} else {
 			g.chunks = bd.e.snapshot(view, bd.key, bounds)
 			g.files = bd.e.persistedFiles(view, bd.key, bounds)
-			if bd.qs != nil && bd.qs.meta != nil && bd.qs.meta.key == lowerKey(bd.key.Database, bd.key.Table) {
+			if qs != nil && qs.meta != nil && qs.meta.key == lowerKey(bd.key.Database, bd.key.Table) {
 				var nc, nf int64
-				g.chunks, g.files, nc, nf = bd.qs.meta.claim(g.chunks, g.files, view.Cutoff(bd.key.Database))
+				g.chunks, g.files, nc, nf = qs.meta.claim(g.chunks, g.files, view.Cutoff(bd.key.Database))
 				bd.e.metaChunks.Add(nc)
 				bd.e.metaFiles.Add(nf)
 			}
-			if bd.qs != nil && bd.qs.newest != nil && bd.qs.newest.key == lowerKey(bd.key.Database, bd.key.Table) {
+			if qs != nil && qs.newest != nil && qs.newest.key == lowerKey(bd.key.Database, bd.key.Table) {
 				var nc, nf int
-				g.chunks, g.files, nc, nf = bd.qs.newest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database))
+				g.chunks, g.files, nc, nf = qs.newest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database))
 				bd.e.newestChunks.Add(int64(nc))
 				bd.e.newestFiles.Add(int64(nf))
 			}
@@ -886,7 +911,7 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 	g := l.g
 	l.dropSelected()
 	l.cur, l.off, l.rows = c, 0, int(c.Rec.NumRows())
-	if len(g.bind.equals) > 0 && l.rows > 0 {
+	if len(g.equals) > 0 && l.rows > 0 {
 		memo := l.memo
 		if c != &l.owned {
 			if memo == nil {
@@ -896,7 +921,7 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 		} else {
 			memo = nil // a file's batch: its memory goes before the scan ends
 		}
-		if sel, ok, _ := selectRows(c.Rec, g.bind.equals, memo); ok {
+		if sel, ok, _ := selectRows(c.Rec, g.equals, memo); ok {
 			switch {
 			case len(sel) == 0:
 				g.bind.e.rowsSelectedOut.Add(int64(l.rows))

@@ -95,6 +95,7 @@ func (e *Engine) acquire(ctx context.Context, system bool) (*conn, error) {
 // release returns a connection to the pool.
 func (e *Engine) release(c *conn) {
 	e.dropState(c.id)
+	c.plan = nil
 	sem := c.sem
 	e.mu.Lock()
 	closing := e.mu.closed

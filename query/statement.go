@@ -67,7 +67,7 @@ var emptySchema = arrow.NewSchema(nil, nil)
 
 // Prepare checks sql and returns its result and parameter schemas without
 // running it.
-func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement, error) {
+func (e *Engine) Prepare(ctx context.Context, sql, database string) (_ *Statement, err error) {
 	if err := e.checkDatabase(ctx, database); err != nil {
 		return nil, err
 	}
@@ -140,7 +140,14 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (*Statement,
 	if err != nil {
 		return nil, err
 	}
-	defer duck.DestroyPrepare(&stmt)
+	defer func() {
+		// Kept for the query that follows (DoGet runs what GetFlightInfo
+		// prepared): plancache.go.
+		if err == nil {
+			c.keepPlan(&stmt)
+		}
+		duck.DestroyPrepare(&stmt)
+	}()
 	st.Databases = a.databases
 	var opts duck.ArrowOptions
 	duck.ConnectionGetArrowOptions(c.c, &opts)
