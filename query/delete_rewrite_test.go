@@ -434,6 +434,9 @@ func deleteCrashAt(t *testing.T, k int, powerLoss bool, outcomes map[string]int)
 	for restart := range 2 {
 		s.store = inner
 		s.open(t)
+		// A segment replay closed persists in the background: its upload,
+		// not yet listed, is no orphan; the check below waits for it.
+		s.waitClosedPersisted(t)
 		got := s.query(q, "")
 		switch {
 		case slices.Equal(got, after):

@@ -132,6 +132,30 @@ func (s *storeEnv) waitReleased(t testing.TB, n int) {
 	}
 }
 
+// waitClosedPersisted waits until no closed segment waits to persist.
+func (s *storeEnv) waitClosedPersisted(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		v := s.wb.View()
+		closed := 0
+		for _, seg := range v.Buffered {
+			if seg.Info().State == buffer.SegmentClosed {
+				closed++
+			}
+		}
+		v.Release()
+		if closed == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			err, _ := s.wb.PersistError()
+			t.Fatalf("timed out waiting for %d closed segments to persist (last error %v)", closed, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // rows is what the tests write, to compare against.
 type written struct {
 	n    int
