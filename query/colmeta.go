@@ -64,18 +64,23 @@ func selectFrom(node map[string]any, db string, cat *catalog.Catalog) (*fromTabl
 	if t == nil {
 		return nil, false
 	}
+	if alias == "" {
+		alias = t.Name
+	}
+	return newFromTable(t, alias)
+}
+
+// newFromTable is t read under the name qualifier.
+func newFromTable(t *catalog.Table, qualifier string) (*fromTable, bool) {
 	// Columns by lower-case name: DuckDB resolves names case-insensitively;
 	// a table with two names equal but for case is left to it.
-	f := &fromTable{table: t, qualifier: strings.ToLower(t.Name), byName: make(map[string]int, len(t.Columns))}
+	f := &fromTable{table: t, qualifier: strings.ToLower(qualifier), byName: make(map[string]int, len(t.Columns))}
 	for i, c := range t.Columns {
 		k := strings.ToLower(c.Name)
 		if _, dup := f.byName[k]; dup {
 			return nil, false
 		}
 		f.byName[k] = i
-	}
-	if alias != "" {
-		f.qualifier = strings.ToLower(alias)
 	}
 	return f, true
 }

@@ -30,10 +30,18 @@ import (
 // by DuckDB (so errors and the result schema are DuckDB's), then streamed
 // straight from the buffer's chunks and the persisted files.
 
+// The same holds of SELECT * or columns FROM last_value('db.table'): the
+// rows of the table's last-value cache (lastvalue.go) are streamed as the
+// cache holds them.
+
 // directScan is the table and columns of a direct scan.
 type directScan struct {
-	table *catalog.Table
-	cols  []int // table column of each output column
+	table     *catalog.Table
+	cols      []int // table column of each output column
+	lastValue bool  // the rows are its last-value cache's
+	// use, with lastValue, is the query whose answer the cache's rows are
+	// (lastValueUse.project); nil for a read of last_value.
+	use *lastValueUse
 }
 
 // directScanOf recognizes a direct scan in a statement parsed by
@@ -58,10 +66,14 @@ func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*direct
 		return nil, false
 	}
 	from, ok := selectFrom(node, db, cat)
+	lastValue := false
 	if !ok {
-		return nil, false
+		if from, ok = lastValueFrom(node, cat); !ok {
+			return nil, false
+		}
+		lastValue = true
 	}
-	d := &directScan{table: from.table}
+	d := &directScan{table: from.table, lastValue: lastValue}
 	list, _ := node["select_list"].([]any)
 	for _, item := range list {
 		e, _ := item.(map[string]any)
@@ -74,9 +86,48 @@ func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*direct
 	return d, len(d.cols) > 0
 }
 
+// lastValueFrom finds the table of a FROM clause that is last_value of a
+// string constant naming it, as its bind does (apron_last_value_bind).
+func lastValueFrom(node map[string]any, cat *catalog.Catalog) (*fromTable, bool) {
+	from, _ := node["from_table"].(map[string]any)
+	if from["type"] != "TABLE_FUNCTION" || from["sample"] != nil || !empty(from["column_name_alias"]) ||
+		from["with_ordinality"] != "WITHOUT_ORDINALITY" {
+		return nil, false
+	}
+	f, _ := from["function"].(map[string]any)
+	name, _ := f["function_name"].(string)
+	if !strings.EqualFold(name, lastValueFunction) || f["schema"] != "" || f["catalog"] != "" {
+		return nil, false
+	}
+	children, _ := f["children"].([]any)
+	if len(children) != 1 {
+		return nil, false
+	}
+	arg, _ := children[0].(map[string]any)
+	v, _ := arg["value"].(map[string]any)
+	typ, _ := v["type"].(map[string]any)
+	str, _ := v["value"].(string)
+	if arg["class"] != "CONSTANT" || typ["id"] != "VARCHAR" || v["is_null"] != false {
+		return nil, false
+	}
+	db, table, ok := strings.Cut(str, ".")
+	if !ok {
+		return nil, false
+	}
+	t, ok := cat.Table(db, table)
+	if !ok {
+		return nil, false
+	}
+	alias, _ := from["alias"].(string)
+	if alias == "" {
+		alias = lastValueFunction
+	}
+	return newFromTable(t, alias)
+}
+
 // findTable finds db.table as DuckDB would, ignoring case, or nil when
 // it is not exactly one Apron table.
-func findTable(cat *catalog.Catalog, db, table string) *catalog.Table {
+func findTable(cat interface{ Databases() []*catalog.Database }, db, table string) *catalog.Table {
 	var found *catalog.Table
 	for _, d := range cat.Databases() {
 		if !strings.EqualFold(d.Name, db) {
@@ -138,8 +189,9 @@ type directReader struct {
 }
 
 // newDirectReader starts streaming d over view, which it releases when
-// done, as it calls onDone.
-func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View, onDone func()) *directReader {
+// done, as it calls the reader's onDone. false: the scan of a last-value
+// cache cannot be read directly; view is released.
+func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View) (*directReader, bool) {
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
 	fields := make([]arrow.Field, len(d.table.Columns))
 	for i, f := range d.table.ArrowSchema().Fields() {
@@ -153,11 +205,21 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	for i, f := range schema.Fields() {
 		subFields[i] = arrow.Field{Name: fields[d.cols[i]].Name, Type: f.Type, Nullable: true}
 	}
-	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g, onDone: onDone}
+	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g}
 	r.refs.Store(1)
+	if d.lastValue {
+		g.bind.lastValue = d.use == nil
+		chunks, ok, err := e.cacheChunks(view, g.bind, d.use)
+		if err != nil || !ok {
+			r.finish()
+			return nil, false
+		}
+		r.chunks = chunks
+		return r, true
+	}
 	r.chunks = e.snapshot(view, key, withCutoff(view, key, allTime))
 	r.files = e.persistedFiles(view, key, withCutoff(view, key, allTime))
-	return r
+	return r, true
 }
 
 func (r *directReader) Schema() *arrow.Schema          { return r.schema }
@@ -476,15 +538,21 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 		view.Release()
 		return nil
 	}
-	if straddlesCutoff(view, buffer.TableKey{Database: d.table.Database, Table: d.table.Name}) {
+	if !d.lastValue && straddlesCutoff(view, buffer.TableKey{Database: d.table.Database, Table: d.table.Name}) {
 		view.Release()
 		return nil // retention.go
+	}
+	r, ok := e.newDirectReader(ctx, d, schema, view)
+	if !ok {
+		// The cache is filling, or gone: DuckDB's run says so.
+		return nil
 	}
 	c.keepPlan(&stmt) // the next direct scan of the text needs no Prepare
 	e.directScans.Add(1)
 	untrack := e.track(c)
-	return e.newDirectReader(ctx, d, schema, view, func() {
+	r.onDone = func() {
 		untrack()
 		e.release(c)
-	})
+	}
+	return r
 }

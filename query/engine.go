@@ -166,6 +166,7 @@ type Engine struct {
 	rowsSelectedOut atomic.Int64
 	directScans     atomic.Int64 // queries streamed as direct scans
 	plansReused     atomic.Int64 // queries run on a kept plan (plancache.go)
+	metaAnswers     atomic.Int64 // queries answered from metadata alone (metadirect.go)
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
 	// newestChunks and newestFiles are left out as older than a top-n's
@@ -392,6 +393,7 @@ type Stats struct {
 	RowsSelectedOut int64
 	DirectScans     int64 // queries streamed straight from storage (direct.go)
 	PlansReused     int64 // queries run on a plan kept from an earlier one (plancache.go)
+	MetaAnswers     int64 // queries answered from metadata without running DuckDB (metadirect.go)
 	LastValueUses   int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
@@ -428,7 +430,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), PlansReused: e.plansReused.Load(), LastValueUses: e.lastValueUses.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
@@ -514,6 +516,9 @@ func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database strin
 		// n is read before the statement is freed.
 		duck.DestroyPrepare(&stmt)
 		return nil, newError(ErrSyntax, "the query has %d parameters; prepare it and bind them", n)
+	}
+	if r := e.metaDirect(c, &stmt); r != nil {
+		return r, nil
 	}
 	if r := e.direct(ctx, c, stmt); r != nil {
 		return r, nil

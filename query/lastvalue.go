@@ -131,6 +131,14 @@ type lastValueUse struct {
 	// def is the definition the shape was checked against: the cache
 	// that answers must still have it.
 	def catalog.LastValueCache
+	// project, when set, says the answer is the cache's rows themselves,
+	// each output column the table column at its index in table: a
+	// cache of one row per key whose query groups by exactly its keys
+	// (no WHERE, no ORDER BY or LIMIT) and selects keys, max(time) and
+	// arg_max(col, time) (a group's one row gives them). Such a query is
+	// streamed from the cache without DuckDB (direct.go).
+	project []int
+	table   *catalog.Table
 }
 
 // lastValueChunks returns the chunk a scan of bd, in the query qs, reads
@@ -146,6 +154,13 @@ func (e *Engine) lastValueChunks(view *buffer.View, bd *bindData, qs *queryState
 			return nil, false, nil
 		}
 	}
+	return e.cacheChunks(view, bd, use)
+}
+
+// cacheChunks returns the rows of the cache of bd's table for a read of
+// last_value (bd.lastValue: errors are the query's) or for use, a query
+// whose shape it answers (ok false: read the table).
+func (e *Engine) cacheChunks(view *buffer.View, bd *bindData, use *lastValueUse) (chunks []buffer.Chunk, ok bool, err error) {
 	c, ok := e.wb.LastValueCache(bd.key.Database, bd.key.Table)
 	t, tok := view.Catalog().Table(bd.key.Database, bd.key.Table)
 	switch {
@@ -441,7 +456,44 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 		}
 		use.nonNull[i] = c
 	}
+	if aggregates && node["where_clause"] == nil && len(mods) == 0 && def.Count == 1 && len(grouped) == len(sh.keys) {
+		use.project, use.table = projection(sh, t, list), t
+	}
 	return buffer.TableKey{Database: t.Database, Table: t.Name}, use, true
+}
+
+// projection is the table column each select-list item of a query
+// grouped by every key of a one-row-per-key cache returns (see
+// lastValueUse.project), or nil if an item is not a key, max(time) or
+// arg_max(col, time) (and its kin).
+func projection(sh *shapeCheck, t *catalog.Table, list []any) []int {
+	cols := make([]int, 0, len(list))
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		var name string
+		switch m["class"] {
+		case "COLUMN_REF":
+			name, _ = sh.colRef(m)
+		case "FUNCTION":
+			children, _ := m["children"].([]any)
+			if len(children) == 0 {
+				return nil
+			}
+			name, _ = sh.colRef(children[0]) // max(time), arg_max(col, time)
+		default:
+			return nil
+		}
+		col, ok := findColumn(t, name)
+		if !ok {
+			return nil
+		}
+		idx := slices.IndexFunc(t.Columns, func(c catalog.Column) bool { return c.Name == col })
+		if idx < 0 {
+			return nil
+		}
+		cols = append(cols, idx)
+	}
+	return cols
 }
 
 // rowwiseStar says whether a STAR expression names only columns as they

@@ -113,6 +113,9 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	}
 	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {
 		qs.lastValue = map[buffer.TableKey]*lastValueUse{lowerKey(k.Database, k.Table): use}
+		if use.project != nil && qs.direct == nil && !a.explain {
+			qs.direct = &directScan{table: use.table, cols: use.project, lastValue: true, use: use}
+		}
 	}
 	if a.only != nil {
 		// Read as the statement says, from one file: no shortcut applies.

@@ -365,6 +365,8 @@ func (e *Engine) runRow(ctx context.Context, a *admitted, database string, param
 			e.release(c)
 			return nil, err
 		}
+	} else if r := e.metaDirect(c, &stmt); r != nil {
+		return r, nil
 	} else if r := e.direct(ctx, c, stmt); r != nil {
 		return r, nil
 	}
