@@ -600,6 +600,9 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 		key.WriteByte(0)
 		key.WriteString(keys[i])
 	}
+	if err := c.begin(); err != nil { // the query's now() (engine.go)
+		return nil, err
+	}
 	stmt, err := c.evaluation(key.String(), func() (string, error) { return e.evalSQL(c, exprs, miss) })
 	if err != nil {
 		return nil, err

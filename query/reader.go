@@ -43,6 +43,10 @@ type reader struct {
 // execute runs a prepared statement as a streaming query on c and returns
 // its reader, which owns stmt.
 func (e *Engine) execute(ctx context.Context, c *conn, stmt duck.PreparedStatement) (*reader, error) {
+	if err := c.begin(); err != nil {
+		duck.DestroyPrepare(&stmt)
+		return nil, err
+	}
 	untrack := e.track(c)
 	// Fetches of persisted files stop when the query's context ends.
 	stopLink := func() bool { return false }
