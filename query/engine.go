@@ -167,6 +167,7 @@ type Engine struct {
 	directScans     atomic.Int64 // queries streamed as direct scans
 	plansReused     atomic.Int64 // queries run on a kept plan (plancache.go)
 	metaAnswers     atomic.Int64 // queries answered from metadata alone (metadirect.go)
+	boundsInGo      atomic.Int64 // bounds relative to now() evaluated in Go (nowbounds.go)
 	// metaChunks and metaFiles are counted from metadata (metacount.go).
 	metaChunks, metaFiles atomic.Int64
 	// newestChunks and newestFiles are left out as older than a top-n's
@@ -394,6 +395,7 @@ type Stats struct {
 	DirectScans     int64 // queries streamed straight from storage (direct.go)
 	PlansReused     int64 // queries run on a plan kept from an earlier one (plancache.go)
 	MetaAnswers     int64 // queries answered from metadata without running DuckDB (metadirect.go)
+	BoundsInGo      int64 // time bounds relative to now() evaluated without DuckDB (nowbounds.go)
 	LastValueUses   int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
@@ -430,7 +432,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), LastValueUses: e.lastValueUses.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), BoundsInGo: e.boundsInGo.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	duck "github.com/duckdb/duckdb-go-bindings"
 
@@ -579,6 +580,7 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 	hasFunc := make([]bool, len(exprs))
 	keys := make([]string, len(exprs))
 	var miss []int
+	now := time.Now()
 	for i, x := range exprs {
 		b, _ := json.Marshal(x)
 		hasFunc[i] = strings.Contains(string(b), `"FUNCTION"`)
@@ -588,6 +590,10 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 				out[i] = v
 				continue
 			}
+		} else if ns, typ, ok := nowBound(x, now); ok {
+			out[i] = evaluatedOf(typ, strconv.FormatInt(ns, 10), true) // nowbounds.go
+			e.boundsInGo.Add(1)
+			continue
 		}
 		miss = append(miss, i)
 	}

@@ -105,7 +105,9 @@ func TestNowBoundPreparedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.e.release(c)
-	rows, err := queryStrings(c.c, "SELECT json_serialize_sql('SELECT now() - INTERVAL 1 MINUTE')")
+	// (A cast of a string is left to DuckDB: nowbounds.go evaluates
+	// now() - INTERVAL 1 MINUTE itself.)
+	rows, err := queryStrings(c.c, "SELECT json_serialize_sql('SELECT now() - to_minutes(CAST(''1'' AS BIGINT))')")
 	if err != nil {
 		t.Fatal(err)
 	}
