@@ -456,7 +456,9 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 		}
 		use.nonNull[i] = c
 	}
-	if aggregates && node["where_clause"] == nil && len(mods) == 0 && def.Count == 1 && len(grouped) == len(sh.keys) {
+	// (With no GROUP BY, DuckDB answers one row even over no row: not the
+	// cache's rows.)
+	if aggregates && len(groups) > 0 && node["where_clause"] == nil && len(mods) == 0 && def.Count == 1 && len(grouped) == len(sh.keys) {
 		use.project, use.table = projection(sh, t, list), t
 	}
 	return buffer.TableKey{Database: t.Database, Table: t.Name}, use, true

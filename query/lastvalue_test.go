@@ -405,6 +405,16 @@ func TestLastValueProjection(t *testing.T) {
 	}
 	v.waitReady("db", "cpu")
 	check("COUNT 2", "SELECT host, max(time) FROM db.cpu GROUP BY host", false)
+	// A cache of the whole table as one series: an aggregate without
+	// GROUP BY is one row even over an empty table, not the cache's rows.
+	if err := v.exec("DROP LAST VALUE CACHE ON db.cpu"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.exec("CREATE LAST VALUE CACHE ON db.cpu ()"); err != nil {
+		t.Fatal(err)
+	}
+	v.waitReady("db", "cpu")
+	check("no keys", "SELECT max(time), arg_max_null(usage, time) FROM db.cpu", false)
 }
 
 // fieldList is a schema's column names and types, without metadata.
