@@ -396,24 +396,22 @@ func TestLastValueProjection(t *testing.T) {
 		col{"usage", arrow.PrimitiveTypes.Float64, []any{nil}}))
 	check("NULL latest", "SELECT host, arg_max(usage, time) FROM db.cpu GROUP BY host", false)
 	check("NULL latest", "SELECT host, arg_max_null(usage, time) FROM db.cpu GROUP BY host", true)
+	// The cache made again as create says, and filled.
+	remake := func(create string) {
+		t.Helper()
+		for _, ddl := range []string{"DROP LAST VALUE CACHE ON db.cpu", create} {
+			if err := v.exec(ddl); err != nil {
+				t.Fatalf("%s: %v", ddl, err)
+			}
+		}
+		v.waitReady("db", "cpu")
+	}
 	// A cache of two rows per key: its rows are not the answer.
-	if err := v.exec("DROP LAST VALUE CACHE ON db.cpu"); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.exec("CREATE LAST VALUE CACHE ON db.cpu (host) COUNT 2"); err != nil {
-		t.Fatal(err)
-	}
-	v.waitReady("db", "cpu")
+	remake("CREATE LAST VALUE CACHE ON db.cpu (host) COUNT 2")
 	check("COUNT 2", "SELECT host, max(time) FROM db.cpu GROUP BY host", false)
 	// A cache of the whole table as one series: an aggregate without
 	// GROUP BY is one row even over an empty table, not the cache's rows.
-	if err := v.exec("DROP LAST VALUE CACHE ON db.cpu"); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.exec("CREATE LAST VALUE CACHE ON db.cpu ()"); err != nil {
-		t.Fatal(err)
-	}
-	v.waitReady("db", "cpu")
+	remake("CREATE LAST VALUE CACHE ON db.cpu ()")
 	check("no keys", "SELECT max(time), arg_max_null(usage, time) FROM db.cpu", false)
 }
 

@@ -28,18 +28,7 @@ func TestNowBoundInGo(t *testing.T) {
 			v.e.release(c)
 		}
 	})
-	parse := func(x string) any {
-		t.Helper()
-		rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral("SELECT "+x)+")")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tree map[string]any
-		if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil || tree["error"] != false {
-			t.Fatalf("%s: %v %s", x, err, rows[0][0])
-		}
-		return tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)["select_list"].([]any)[0]
-	}
+	parse := func(x string) any { t.Helper(); return selectExpr(t, c, x) }
 	for _, x := range []string{
 		"now()",
 		"now() - INTERVAL 10 MINUTE",
@@ -113,4 +102,19 @@ func TestNowBoundInGo(t *testing.T) {
 	if v.e.Stats().BoundsInGo == before {
 		t.Error("no bound evaluated in Go")
 	}
+}
+
+// selectExpr is the expression x as json_serialize_sql parses it (the
+// one item of SELECT x), parsed on c.
+func selectExpr(t *testing.T, c *conn, x string) any {
+	t.Helper()
+	rows, err := queryStrings(c.c, "SELECT json_serialize_sql("+quoteLiteral("SELECT "+x)+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree map[string]any
+	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil || tree["error"] != false {
+		t.Fatalf("%s: %v %s", x, err, rows[0][0])
+	}
+	return tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)["select_list"].([]any)[0]
 }

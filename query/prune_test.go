@@ -107,15 +107,7 @@ func TestNowBoundPreparedOnce(t *testing.T) {
 	defer v.e.release(c)
 	// (A cast of a string is left to DuckDB: nowbounds.go evaluates
 	// now() - INTERVAL 1 MINUTE itself.)
-	rows, err := queryStrings(c.c, "SELECT json_serialize_sql('SELECT now() - to_minutes(CAST(''1'' AS BIGINT))')")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tree map[string]any
-	if err := decodeJSON([]byte(rows[0][0]), &tree); err != nil {
-		t.Fatal(err)
-	}
-	expr := tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)["select_list"].([]any)[0]
+	expr := selectExpr(t, c, "now() - to_minutes(CAST('1' AS BIGINT))")
 	var got []evaluated
 	var prepared []duck.PreparedStatement // the connection's after each run
 	for range 3 {
