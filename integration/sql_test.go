@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflightsql "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
@@ -14,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 )
@@ -292,20 +295,52 @@ func adbcCookieConn(t testing.TB, addr string, mem memory.Allocator) adbc.Connec
 
 // TestSQLSessionOptions round-trips session options with the Flight SQL
 // client and closes the session.
+//
+// The test keeps the session cookie itself rather than through arrow-go's
+// cookie middleware: for a DoAction that the client reads to EOF, the
+// middleware gets the response headers from a race between the Recv that
+// saw EOF and a goroutine watching the stream's context, which grpc
+// cancels as the stream ends; when the goroutine wins, the headers are
+// dropped with the Set-Cookie in them (seen in CI on 5 December: the
+// options set were not there on the next call). That is a client bug; what
+// this test checks is the server's side of the cookie protocol.
 func TestSQLSessionOptions(t *testing.T) {
 	srv := startServer(t, t.TempDir())
 	ctx := testCtx(t)
-	c, err := flightsql.NewClient(srv.Addr, nil, []flight.ClientMiddleware{flight.CreateClientMiddleware(flight.NewCookieMiddleware())}, grpcOpts()...)
+	c, err := flightsql.NewClient(srv.Addr, nil, nil, grpcOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	var cookie string // the session cookie the server last set
+	call := func() (context.Context, grpc.CallOption, *metadata.MD) {
+		hdr := new(metadata.MD)
+		cctx := ctx
+		if cookie != "" {
+			cctx = metadata.AppendToOutgoingContext(ctx, "cookie", cookie)
+		}
+		return cctx, grpc.Header(hdr), hdr
+	}
+	keep := func(hdr *metadata.MD) {
+		for _, v := range hdr.Get("set-cookie") {
+			ck, err := http.ParseSetCookie(v)
+			if err != nil || ck.Name != "arrow_flight_session_id" {
+				continue
+			}
+			cookie = ck.Name + "=" + ck.Value
+			if ck.MaxAge < 0 || (!ck.Expires.IsZero() && ck.Expires.Before(time.Now())) {
+				cookie = ""
+			}
+		}
+	}
 	get := func() map[string]string {
 		t.Helper()
-		res, err := c.GetSessionOptions(ctx, &flight.GetSessionOptionsRequest{})
+		cctx, opt, hdr := call()
+		res, err := c.GetSessionOptions(cctx, &flight.GetSessionOptionsRequest{}, opt)
 		if err != nil {
 			t.Fatalf("GetSessionOptions: %v", err)
 		}
+		keep(hdr)
 		out := map[string]string{}
 		for k, v := range res.GetSessionOptions() {
 			out[k] = v.GetStringValue()
@@ -319,9 +354,14 @@ func TestSQLSessionOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: opts})
+	cctx, opt, hdr := call()
+	res, err := c.SetSessionOptions(cctx, &flight.SetSessionOptionsRequest{SessionOptions: opts}, opt)
 	if err != nil {
 		t.Fatalf("SetSessionOptions: %v", err)
+	}
+	keep(hdr)
+	if cookie == "" {
+		t.Fatal("SetSessionOptions: no session cookie set")
 	}
 	var errs []string
 	for k, v := range res.GetErrors() {
@@ -334,13 +374,18 @@ func TestSQLSessionOptions(t *testing.T) {
 	if got := get(); fmt.Sprint(got) != "map[catalog:apron schema:metrics]" {
 		t.Errorf("session options = %v", got)
 	}
-	cres, err := c.CloseSession(ctx, &flight.CloseSessionRequest{})
+	held := cookie
+	cctx, opt, hdr = call()
+	cres, err := c.CloseSession(cctx, &flight.CloseSessionRequest{}, opt)
 	if err != nil {
 		t.Fatalf("CloseSession: %v", err)
 	}
+	keep(hdr)
 	if cres.GetStatus() != flight.CloseSessionResultClosed {
 		t.Errorf("CloseSession status = %v", cres.GetStatus())
 	}
+	// The closed session's cookie, sent again, finds no options.
+	cookie = held
 	if got := get(); fmt.Sprint(got) != "map[catalog:apron]" {
 		t.Errorf("session options after CloseSession = %v", got)
 	}
