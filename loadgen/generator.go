@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -56,7 +57,9 @@ type GenConfig struct {
 	BatchRows int
 	// Hosts is the number of distinct hosts (series).
 	Hosts int
-	// Now is the clock the times follow; nil is time.Now.
+	// Now is the clock the times follow, called once a batch; nil is
+	// time.Now. The writers of a run may share one (backfillClock), so it
+	// must be safe for concurrent use.
 	Now func() time.Time
 }
 
@@ -205,4 +208,26 @@ func (g *Generator) Release() {
 		}
 	}
 	g.templates = nil
+}
+
+// backfillClock is the clock of the generators of a run whose rows'
+// times are spread evenly over the span before start (WriteConfig.Span).
+// All the run's writers share it (done counts the rows of every batch
+// begun), so the rows are spread evenly however many batches each writer
+// gets to send: a batch's rows take the time of its place among all rows,
+// its rows one tick apart (like samples of every host taken at once).
+// Generator.Next calls it once a batch. It never runs ahead of the real
+// clock, even past rows.
+func backfillClock(start time.Time, span time.Duration, rows int64, batchRows int) func() time.Time {
+	begin := start.Add(-span)
+	step := float64(span) / float64(rows)
+	var done atomic.Int64
+	return func() time.Time {
+		n := done.Add(int64(batchRows)) - int64(batchRows)
+		t := begin.Add(time.Duration(float64(n) * step))
+		if now := time.Now(); t.After(now) {
+			return now
+		}
+		return t
+	}
 }

@@ -230,3 +230,58 @@ func (d *discardStream) Send(fd *flight.FlightData) error {
 	d.bytes += int64(len(fd.DataHeader) + len(fd.DataBody))
 	return nil
 }
+
+// TestBackfillClock: with a time span, the writers' rows cover the span
+// before the start evenly, each writer's in order, even when one writer
+// sends more batches than the others, and none is later than the clock.
+func TestBackfillClock(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const writers, batchRows, rows = 4, 100, 40_000
+	const span = 24 * time.Hour
+	start := time.Now()
+	clock := backfillClock(start, span, rows, batchRows)
+	var gens []*Generator
+	for w := range writers {
+		g, err := NewGenerator(mem, GenConfig{Writer: w, Writers: writers, BatchRows: batchRows, Hosts: 10, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Release()
+		gens = append(gens, g)
+	}
+	// Writer 0 sends half the batches, the others the rest in turn.
+	prev := make([]int64, writers)
+	for w := range prev {
+		prev[w] = math.MinInt64
+	}
+	var firsts []int64
+	for b := range rows / batchRows {
+		w := 0
+		if b%2 == 1 {
+			w = 1 + (b/2)%(writers-1)
+		}
+		rec := gens[w].Next()
+		times := rec.Column(0).(*array.Timestamp)
+		for i := range times.Len() {
+			ts := int64(times.Value(i))
+			if ts <= prev[w] {
+				t.Fatalf("writer %d batch %d: time %d after %d", w, b, ts, prev[w])
+			}
+			prev[w] = ts
+		}
+		firsts = append(firsts, int64(times.Value(0)))
+		rec.Release()
+	}
+	step := span / (rows / batchRows) // between batches
+	for b, ts := range firsts {
+		want := start.Add(-span).Add(time.Duration(b) * step)
+		if d := time.Unix(0, ts).Sub(want); d < -time.Microsecond || d > time.Microsecond {
+			t.Fatalf("batch %d: first row %v from its place in the span, want within 1µs", b, d)
+		}
+	}
+	// Past rows, the clock's.
+	if got := clock(); got.Before(start) || got.After(time.Now()) {
+		t.Errorf("past the rows: %v, want the clock (%v)", got, start)
+	}
+}

@@ -162,12 +162,16 @@ func (r *run) makeWorkers(ctx context.Context) error {
 			budget = &atomic.Int64{}
 			budget.Store(w.Rows)
 		}
+		var clock func() time.Time
+		if w.Span > 0 {
+			clock = backfillClock(time.Now(), w.Span, w.Rows, w.BatchRows)
+		}
 		for i := range w.Writers {
 			cl, cc, err := r.dial(ctx)
 			if err != nil {
 				return fmt.Errorf("client of writer %d: %w", i, err)
 			}
-			gen, err := NewGenerator(r.mem, GenConfig{Writer: i, Writers: w.Writers, BatchRows: w.BatchRows, Hosts: w.Hosts})
+			gen, err := NewGenerator(r.mem, GenConfig{Writer: i, Writers: w.Writers, BatchRows: w.BatchRows, Hosts: w.Hosts, Now: clock})
 			if err != nil {
 				return err
 			}

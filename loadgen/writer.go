@@ -45,6 +45,12 @@ type WriteConfig struct {
 	// sent, in whole batches (rounded up to BatchRows), and the run
 	// with it: to fill a table of a known size.
 	Rows int64
+	// Span, if more than 0 (with Rows), spreads the rows' times evenly
+	// over the Span before the run starts instead of following the clock
+	// (the rows of a batch one tick apart at its place among all rows):
+	// a backfill, so that a query over the last minutes reads the slice a
+	// day's dashboards would, not every row written in a second.
+	Span time.Duration
 }
 
 // DefaultWriteConfig is what apron bench write runs without flags.
@@ -69,6 +75,9 @@ func (c WriteConfig) Validate() error {
 	}
 	if c.Rows < 0 {
 		errs = append(errs, fmt.Errorf("rows %d: want 0 (no limit) or more", c.Rows))
+	}
+	if c.Span < 0 || (c.Span > 0 && c.Rows == 0) {
+		errs = append(errs, fmt.Errorf("time span %s: want 0, or more with a number of rows to spread over it", c.Span))
 	}
 	if c.Mode != ModePut && c.Mode != ModeIngest {
 		errs = append(errs, fmt.Errorf("mode %q: want %q or %q", c.Mode, ModePut, ModeIngest))

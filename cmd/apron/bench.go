@@ -49,6 +49,7 @@ type benchFlags struct {
 	inFlight  int
 	mode      string
 	rows      int64
+	timeSpan  time.Duration
 
 	concurrency int
 	ticket      bool
@@ -143,6 +144,7 @@ func newBenchSubcommand(kind string, f *benchFlags, stdout, stderr io.Writer) *c
 		fs.IntVar(&f.inFlight, "in-flight", wdef.InFlight, "batches a writer sends before it waits for the oldest one's acknowledgement (--mode put)")
 		fs.StringVar(&f.mode, "mode", string(wdef.Mode), "put: plain Flight DoPut, one stream a writer, a PutResult a batch; ingest: a Flight SQL ingest call a batch (as ADBC sends)")
 		fs.Int64Var(&f.rows, "rows", 0, "stop once this many rows are sent (rounded up to whole batches), before --duration if need be: to fill a table of a known size; 0 = no limit")
+		fs.DurationVar(&f.timeSpan, "time-span", 0, "with --rows: spread the rows' times evenly over this long before the run (e.g. 24h: a backfilled day, so that the point query's last 10 minutes read a realistic slice) instead of the clock's")
 		fs.DurationVar(&f.drainTimeout, "drain-timeout", def.DrainTimeout, "at the end, how long writers wait for the acknowledgements of the batches they sent")
 		cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]cobra.Completion{"put", "ingest"}, cobra.ShellCompDirectiveNoFileComp))
 	}
@@ -187,7 +189,7 @@ func (f *benchFlags) config(kind string, fs *pflag.FlagSet) (loadgen.Config, err
 		return cfg, usageErrorf("--tags %d: want at least 1", f.tags)
 	}
 	if kind != "query" {
-		w := loadgen.WriteConfig{Writers: f.writers, BatchRows: f.batchRows, Hosts: f.tags, InFlight: f.inFlight, Mode: loadgen.WriteMode(f.mode), Rows: f.rows}
+		w := loadgen.WriteConfig{Writers: f.writers, BatchRows: f.batchRows, Hosts: f.tags, InFlight: f.inFlight, Mode: loadgen.WriteMode(f.mode), Rows: f.rows, Span: f.timeSpan}
 		if f.batchRows > benchMaxBatchRows {
 			return cfg, usageErrorf("--batch-rows %d: want at most %d", f.batchRows, benchMaxBatchRows)
 		}
@@ -300,6 +302,9 @@ func describeBench(cfg loadgen.Config) string {
 		}
 		if w.Rows > 0 {
 			s += fmt.Sprintf(", %d rows", w.Rows)
+		}
+		if w.Span > 0 {
+			s += fmt.Sprintf(" over the last %s", w.Span)
 		}
 		parts = append(parts, s+")")
 	}

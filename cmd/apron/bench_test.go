@@ -88,6 +88,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"unknown_query", "query", []string{"--queries", "point,nope"}, `query "nope"`},
 		{"sql_and_queries", "query", []string{"--sql", "x.sql", "--queries", "point"}, "do not go together"},
 		{"no_concurrency", "query", []string{"--concurrency", "0"}, "concurrency 0"},
+		{"span_without_rows", "write", []string{"--time-span", "24h"}, "time span 24h0m0s"},
+		{"negative_span", "write", []string{"--rows", "10", "--time-span", "-1h"}, "time span -1h0m0s"},
 		{"report_format", "write", []string{"--report", "r.txt", "--report-format", "xml"}, "xml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ type serveFlags struct {
 	gogcGiven           bool // by flag or APRON_GOGC
 	gcMemLimit          gcMemoryLimit
 	gcMemLimitGiven     bool // by flag or APRON_GC_MEMORY_LIMIT
+	gcMinHeap           byteSize
 	auth                authFlags
 	tls                 tlsFlags
 	retention           string
@@ -50,6 +51,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 		QueryIdleTimeout: flightsvc.DefaultQueryIdleTimeout, SlowQueryThreshold: flightsvc.DefaultSlowQueryThreshold}}
 	f.memLimit = byteSize(f.cfg.MemLimit)
 	f.gcMemLimit = gcMemoryLimit{auto: true}
+	f.gcMinHeap = defaultGCMinHeap
 	f.maxValueSize = byteSize(f.cfg.MaxValueSize)
 	f.queryMemLimit = byteSize(f.queryCfg.MemoryLimit)
 	fs := flag.NewFlagSet("apron serve", flag.ContinueOnError)
@@ -85,6 +87,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.IntVar(&f.gogc, "gogc", defaultGOGC, "Go's GC target percentage (as GOGC): the heap may grow this far past the live data between collections; a GOGC environment variable wins over the default")
+	fs.Var(&f.gcMinHeap, "gc-min-heap", "the GC's heap goal is kept at least this big (GOGC raised while the live heap is small), so that a server whose data is off the Go heap does not collect every few MiB of a query's garbage; 0 for Go's own goal")
 	fs.Var(&f.gcMemLimit, "gc-memory-limit", "Go's soft memory limit (as GOMEMLIMIT): the GC runs more often as the heap nears it; auto is --buffer-mem-limit plus half of it (at least 256MiB), off for none, or a size such as 3GiB; a GOMEMLIMIT environment variable wins over the default")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, the most the shutdown takes: in-flight writes, the cancelled queries and a persist in progress get this long (less a reserve for closing the WAL), then are cut off")
 	fs.DurationVar(&f.sqlCfg.SlowQueryThreshold, "slow-query-threshold", f.sqlCfg.SlowQueryThreshold, "a call (query, ingest stream, any RPC) taking longer is logged at info as a slow request, with its request id, SQL and rows; 0 = the default 1s, negative = never (every call is logged at debug)")
