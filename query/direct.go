@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,8 +23,9 @@ import (
 )
 
 // A direct scan is a query that returns columns of one table as they are
-// stored: SELECT * or SELECT col, … FROM table, with no WHERE, GROUP BY,
-// ORDER BY, LIMIT, DISTINCT, join or parameter. It is the whole-table
+// stored: SELECT * or SELECT col, … FROM table, with no WHERE (but the
+// filters of direct_where.go), GROUP BY, ORDER BY, LIMIT, DISTINCT, join
+// or parameter. It is the whole-table
 // export that dataframe clients and ETL jobs send, and DuckDB would add
 // nothing to it but a conversion of every value into its vectors and back
 // to Arrow, on one thread. Such a query is still parsed, bound and checked
@@ -39,6 +41,9 @@ type directScan struct {
 	table     *catalog.Table
 	cols      []int // table column of each output column
 	lastValue bool  // the rows are its last-value cache's
+	// where, if not nil, is the WHERE clause the rows are filtered by
+	// (direct_where.go).
+	where *directWhere
 	// use, with lastValue, is the query whose answer the cache's rows are
 	// (lastValueUse.project); nil for a read of last_value.
 	use *lastValueUse
@@ -58,7 +63,7 @@ func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*direct
 	}
 	node, _ := st["node"].(map[string]any)
 	if node["type"] != "SELECT_NODE" || !empty(node["modifiers"]) || !empty(node["group_expressions"]) ||
-		!empty(node["group_sets"]) || node["where_clause"] != nil || node["having"] != nil ||
+		!empty(node["group_sets"]) || node["having"] != nil ||
 		node["sample"] != nil || node["qualify"] != nil || node["aggregate_handling"] != "STANDARD_HANDLING" {
 		return nil, false
 	}
@@ -74,6 +79,17 @@ func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*direct
 		lastValue = true
 	}
 	d := &directScan{table: from.table, lastValue: lastValue}
+	if where := node["where_clause"]; where != nil {
+		ft, _ := node["from_table"].(map[string]any)
+		alias, _ := ft["alias"].(string)
+		name, _ := ft["table_name"].(string)
+		if lastValue {
+			return nil, false
+		}
+		if d.where, ok = directWhereOf(where, from, alias, name); !ok {
+			return nil, false
+		}
+	}
 	list, _ := node["select_list"].([]any)
 	for _, item := range list {
 		e, _ := item.(map[string]any)
@@ -183,6 +199,7 @@ type directReader struct {
 	chunks []buffer.Chunk
 	files  []persist.File
 	file   *fileReader
+	filter *directFilter // nil: every row
 	cur    arrow.RecordBatch
 	err    error
 	onDone func()
@@ -217,8 +234,27 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 		r.chunks = chunks
 		return r, true
 	}
-	r.chunks = e.snapshot(view, key, withCutoff(view, key, allTime))
-	r.files = e.persistedFiles(view, key, withCutoff(view, key, allTime))
+	bounds := allTime
+	if d.where != nil {
+		b, ok := d.where.interval(e, time.Now())
+		if !ok {
+			r.finish()
+			return nil, false
+		}
+		bounds = b
+		r.filter = &directFilter{b: b, equals: d.where.equals, memo: newSelectMemo()}
+	}
+	bounds = withCutoff(view, key, bounds)
+	if bounds.min > bounds.max {
+		return r, true // no time admitted: no rows
+	}
+	r.files = e.persistedFiles(view, key, bounds)
+	if r.filter != nil && len(r.files) > 0 {
+		// A persisted file to read: DuckDB's reader narrows it to pages.
+		r.finish()
+		return nil, false
+	}
+	r.chunks = e.snapshot(view, key, bounds)
 	return r, true
 }
 
@@ -284,6 +320,17 @@ func (r *directReader) Next() bool {
 				continue
 			}
 			c = next
+		case len(r.chunks) > 0 && r.filter != nil:
+			rec, err := r.nextFiltered()
+			if err != nil {
+				r.err = err
+				continue
+			}
+			if rec == nil {
+				continue
+			}
+			r.cur = rec
+			return true
 		case len(r.chunks) > 0:
 			k, rows := 0, int64(0)
 			for k < len(r.chunks) && (k == 0 || rows+r.chunks[k].Rec.NumRows() <= directBatchRows) {
@@ -331,6 +378,44 @@ func (r *directReader) Next() bool {
 	}
 	r.finish()
 	return false
+}
+
+// nextFiltered returns the rows the filter keeps of the next chunks, up
+// to directBatchRows of them (at least one chunk's), as one batch of the
+// result; nil when those chunks kept none.
+func (r *directReader) nextFiltered() (arrow.RecordBatch, error) {
+	var kept []buffer.Chunk
+	defer func() {
+		for _, c := range kept {
+			c.Rec.Release()
+		}
+	}()
+	rows := int64(0)
+	for len(r.chunks) > 0 && (len(kept) == 0 || rows < directBatchRows) {
+		c := r.chunks[0]
+		r.chunks = r.chunks[1:]
+		rec, err := r.filter.rows(c, r)
+		c.Rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			kept = append(kept, buffer.Chunk{Rec: rec})
+			rows += rec.NumRows()
+		}
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	rec, err := r.project(kept)
+	if err != nil {
+		return nil, err
+	}
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil, nil
+	}
+	return rec, nil
 }
 
 // directBatchRows is how many rows of buffered chunks a direct scan joins

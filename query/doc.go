@@ -94,7 +94,7 @@
 // # Direct scans
 //
 // A query that only returns columns of one table as they are (SELECT * or
-// SELECT col, … FROM table: no WHERE, GROUP BY, ORDER BY, LIMIT, DISTINCT,
+// SELECT col, … FROM table: no GROUP BY, ORDER BY, LIMIT, DISTINCT,
 // join, CTE or parameter; direct.go) is parsed, bound and typed by DuckDB
 // as any other, so its errors and result schema are DuckDB's, but it is
 // not executed there: its rows are streamed from the View's chunks and
@@ -105,6 +105,12 @@
 // to Arrow, on one thread. It holds its connection until it ends, so it
 // counts against --max-concurrent-queries and shows in system.queries;
 // Stats.DirectScans counts them.
+//
+// A WHERE made only of string equalities and comparisons of time with
+// constants or now() ± whole intervals, over buffered rows only, is
+// filtered by the direct scan itself (direct_where.go), exactly as DuckDB
+// compares: the one-series query of a dashboard then never waits for a
+// DuckDB worker thread, which was most of its tail latency.
 //
 // # File cache
 //

@@ -42,6 +42,18 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 	return el.Value.(*lruEntry[K, V]).val, true
 }
 
+// peek is get without counting a hit or a miss and without moving k
+// forward: a second look at what a query has just used.
+func (c *lru[K, V]) peek(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[k]; ok {
+		return el.Value.(*lruEntry[K, V]).val, true
+	}
+	var zero V
+	return zero, false
+}
+
 // put keeps v under k, unless its cost alone is over an eighth of the
 // bound (one huge value would push out everything else).
 func (c *lru[K, V]) put(k K, v V, cost int64) {

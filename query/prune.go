@@ -564,9 +564,16 @@ var constantFunctions = map[string]bool{
 const clockSlack = int64(60e9)
 
 // evaluated is a bound's value widened to the ns range it may stand for.
+// exact says the bound compares with the time column as the value at,
+// in ns, exactly: a constant without a function of a type DuckDB compares
+// with a TIMESTAMP_NS at ns (TIMESTAMP_NS, a string cast to it, or a
+// TIMESTAMP cast up to it); a filtered direct scan (direct_where.go)
+// needs no more.
 type evaluated struct {
 	lo, hi int64
 	ok     bool
+	at     int64
+	exact  bool
 }
 
 // evalTimes evaluates expressions as DuckDB would compare them with a
@@ -582,9 +589,7 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 	var miss []int
 	now := time.Now()
 	for i, x := range exprs {
-		b, _ := json.Marshal(x)
-		hasFunc[i] = strings.Contains(string(b), `"FUNCTION"`)
-		keys[i] = queryLocation.ReplaceAllString(string(b), "")
+		keys[i], hasFunc[i] = boundKey(x)
 		if !hasFunc[i] {
 			if v, ok := e.boundValues.get(keys[i]); ok {
 				out[i] = v
@@ -627,6 +632,14 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 		}
 	}
 	return out, nil
+}
+
+// boundKey is the key of a bound expression's value in boundValues, and
+// whether it calls a function (its value may then change from one query
+// to the next).
+func boundKey(x any) (key string, hasFunc bool) {
+	b, _ := json.Marshal(x)
+	return queryLocation.ReplaceAllString(string(b), ""), strings.Contains(string(b), `"FUNCTION"`)
 }
 
 // evalSQL is the SQL text of the statement that evaluates exprs[i] for
@@ -702,10 +715,11 @@ func evaluatedOf(typ, val string, hasFunc bool) evaluated {
 	default:
 		return evaluated{}
 	}
+	exact := !hasFunc && (typ == "TIMESTAMP_NS" || typ == "VARCHAR" || typ == "TIMESTAMP")
 	if hasFunc {
 		g += clockSlack // now() and kin: a margin (constantFunctions)
 	}
-	return evaluated{lo: satSub(ns, g), hi: satAdd(ns, g), ok: true}
+	return evaluated{lo: satSub(ns, g), hi: satAdd(ns, g), ok: true, at: ns, exact: exact}
 }
 
 // replaceNull replaces, in a parsed expression, the first NULL constant

@@ -1,0 +1,175 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// TestFilteredDirectScan runs each query whose WHERE clause a direct scan
+// filters itself next to the same query that DuckDB must run (AND
+// random() >= 0 is always true but not a bound or an equality): same
+// schema, same rows. The buffered rows have nanosecond times, strings
+// with NULLs, several chunks, and a column that only the later rows have;
+// bounds fall on rows' exact times, to the nanosecond.
+func TestFilteredDirectScan(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	n := 30000
+	at := func(i int) int64 { return base + int64(i)*1000 + int64(i%7) } // ns that are not whole µs
+	times, a, str := make([]any, n), make([]any, n), make([]any, n)
+	for i := range n {
+		times[i] = at(i)
+		if i%7 != 0 {
+			a[i] = int64(i)
+		}
+		if i%5 != 0 {
+			str[i] = fmt.Sprintf("v%d", i%13)
+		}
+	}
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, times}, col{"a", arrow.PrimitiveTypes.Int64, a}, col{"s", arrow.BinaryTypes.String, str}))
+	// Later rows with a new column, and rows around now, with a gap of a
+	// minute on each side of now - 10 minutes (DuckDB's now() and the
+	// scan's are read at different moments).
+	now := time.Now()
+	var late, u []any
+	for i := range 600 {
+		d := time.Duration(i) * time.Second
+		if d > 9*time.Minute && d < 11*time.Minute {
+			continue
+		}
+		late = append(late, now.Add(-d).UnixNano())
+		u = append(u, []any{"z", "y", nil}[i%3])
+	}
+	strs := make([]any, len(late))
+	for i := range strs {
+		strs[i] = fmt.Sprintf("v%d", i%13)
+	}
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, late}, col{"s", arrow.BinaryTypes.String, strs}, col{"u", arrow.BinaryTypes.String, u}))
+
+	ts := func(i int) string { return time.Unix(0, at(i)).UTC().Format("2006-01-02 15:04:05.999999999") }
+	tsMicro := func(i int) string { return time.Unix(0, at(i)).UTC().Format("2006-01-02 15:04:05.000000") }
+	for _, sql := range []string{
+		"SELECT * FROM db.m WHERE s = 'v3'",
+		"SELECT * FROM db.m WHERE 'v3' = s",
+		"SELECT time, s FROM db.m WHERE s = 'v3' AND time >= '" + ts(1234) + "'",
+		"SELECT * FROM db.m WHERE time > '" + ts(1234) + "' AND time < '" + ts(1300) + "'",
+		"SELECT * FROM db.m WHERE time >= '" + ts(1234) + "' AND time <= '" + ts(1300) + "'",
+		"SELECT a FROM db.m WHERE time BETWEEN '" + ts(20000) + "' AND '" + ts(29999) + "' AND s = 'v12'",
+		"SELECT * FROM db.m WHERE time = '" + ts(777) + "'",
+		"SELECT * FROM db.m WHERE time >= TIMESTAMP '" + tsMicro(5000) + "' AND time < TIMESTAMP '" + tsMicro(5010) + "'",
+		"SELECT * FROM db.m WHERE time > CAST('" + ts(5000) + "' AS TIMESTAMP_NS) AND time <= CAST('" + ts(5010) + "' AS TIMESTAMP_NS)",
+		"SELECT * FROM db.m m WHERE m.s = 'v3' AND m.time < '" + ts(100) + "'",
+		"SELECT * FROM db.m WHERE s = 'v3' AND s = 'v4'",
+		"SELECT * FROM db.m WHERE s = 'nope'",
+		"SELECT * FROM db.m WHERE time > '2100-01-01'",
+		"SELECT * FROM db.m WHERE u = 'z'",
+		"SELECT s, u FROM db.m WHERE u = 'y' AND s = 'v1'",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 10 MINUTE",
+		"SELECT * FROM db.m WHERE s = 'v5' AND time >= now() - INTERVAL 10 MINUTE AND time < now() + INTERVAL 1 HOUR",
+		"SELECT * FROM db.m WHERE time > now() - INTERVAL 600 SECOND",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 1 DAY AND time <= now() - INTERVAL 1 MINUTE",
+	} {
+		t.Run(sql, func(t *testing.T) {
+			before := s.e.Stats().DirectScans
+			got, gotSchema, err := collect(s.e.Query(context.Background(), sql, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.e.Stats().DirectScans != before+1 {
+				t.Fatalf("not run as a direct scan")
+			}
+			want, wantSchema, err := collect(s.e.Query(context.Background(), sql+" AND random() >= 0", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.e.Stats().DirectScans != before+1 {
+				t.Fatalf("the reference ran as a direct scan")
+			}
+			if !gotSchema.Equal(wantSchema) {
+				t.Fatalf("schema %s, DuckDB's %s", gotSchema, wantSchema)
+			}
+			equalRows(t, "rows", sorted(got), sorted(want))
+		})
+	}
+
+	// Left to DuckDB: what the scan cannot evaluate exactly, or filter.
+	for _, sql := range []string{
+		"SELECT * FROM db.m WHERE s = 'v3' OR s = 'v4'",
+		"SELECT * FROM db.m WHERE s IN ('v3', 'v4')",
+		"SELECT * FROM db.m WHERE a = 5",
+		"SELECT * FROM db.m WHERE a = '5'",
+		"SELECT * FROM db.m WHERE time >= DATE '2024-03-01'",
+		"SELECT * FROM db.m WHERE time >= now() - to_seconds(1.5)",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL (0.5) SECOND",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL (10.7) MINUTE",
+		"SELECT * FROM db.m WHERE time <= now() - INTERVAL '1' MINUTE",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 1 MONTH",
+		"SELECT * FROM db.m WHERE time >= date_trunc('hour', now())",
+		"SELECT * FROM db.m WHERE time >= CAST(current_timestamp AS TIMESTAMP)",
+		"SELECT * FROM db.m WHERE NOT s = 'v3'",
+		"SELECT * FROM db.m WHERE s <> 'v3'",
+		"SELECT * FROM db.m WHERE lower(s) = 'v3'",
+		"SELECT * FROM db.m WHERE s = NULL",
+		"SELECT * FROM db.m WHERE time >= NULL",
+		"SELECT * FROM db.m WHERE s = 'v3' ORDER BY time LIMIT 3",
+		"SELECT * FROM db.m WHERE s = 'v3' ORDER BY time",
+		"SELECT * FROM db.m WHERE time >= (SELECT max(time) FROM db.m)",
+		"SELECT * FROM db.m WHERE TIME >= '" + ts(10) + "'",
+	} {
+		t.Run("duckdb/"+sql, func(t *testing.T) {
+			before := s.e.Stats().DirectScans
+			got, _, err := collect(s.e.Query(context.Background(), sql, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.e.Stats().DirectScans != before {
+				t.Fatalf("ran as a direct scan")
+			}
+			want, _, err := collect(s.e.Query(context.Background(), "SELECT * FROM ("+sql+") AS q WHERE random() >= 0", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalRows(t, "rows", sorted(got), sorted(want))
+		})
+	}
+}
+
+// TestFilteredDirectScanPersisted: once the rows a filtered scan wants are
+// in a persisted file, DuckDB runs the query (and answers the same).
+func TestFilteredDirectScanPersisted(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, []any{base, base + 1, base + 2}}, col{"s", arrow.BinaryTypes.String, []any{"x", "y", "x"}}))
+	s.roll()
+	s.waitReleased(t, 1)
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, []any{base + 10, base + 11}}, col{"s", arrow.BinaryTypes.String, []any{"x", "y"}}))
+	run := func(sql string) []string {
+		t.Helper()
+		got, _, err := collect(s.e.Query(context.Background(), sql, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sorted(got)
+	}
+	before := s.e.Stats().DirectScans
+	all := run("SELECT time, s FROM db.m WHERE s = 'x'")
+	if s.e.Stats().DirectScans != before {
+		t.Errorf("a filtered scan with a persisted file to read ran as a direct scan")
+	}
+	if len(all) != 3 {
+		t.Errorf("rows %v, want 3", all)
+	}
+	recent := run("SELECT time, s FROM db.m WHERE s = 'x' AND time >= '" + time.Unix(0, base+5).UTC().Format("2006-01-02 15:04:05.999999999") + "'")
+	if s.e.Stats().DirectScans != before+1 {
+		t.Errorf("a filtered scan of buffered rows only was not a direct scan")
+	}
+	if len(recent) != 1 {
+		t.Errorf("rows %v, want 1", recent)
+	}
+}
