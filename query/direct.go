@@ -42,8 +42,10 @@ type directScan struct {
 	cols      []int // table column of each output column
 	lastValue bool  // the rows are its last-value cache's
 	// where, if not nil, is the WHERE clause the rows are filtered by
-	// (direct_where.go).
+	// (direct_where.go), and shape what decides the result schema
+	// (direct_shape.go).
 	where *directWhere
+	shape string
 	// use, with lastValue, is the query whose answer the cache's rows are
 	// (lastValueUse.project); nil for a read of last_value.
 	use *lastValueUse
@@ -89,6 +91,7 @@ func directScanOf(tree map[string]any, db string, cat *catalog.Catalog) (*direct
 		if d.where, ok = directWhereOf(where, from, alias, name); !ok {
 			return nil, false
 		}
+		d.shape = directShapeOf(node)
 	}
 	list, _ := node["select_list"].([]any)
 	for _, item := range list {
@@ -608,7 +611,8 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 	if !ok || v.(*queryState).direct == nil {
 		return nil
 	}
-	d := v.(*queryState).direct
+	qs := v.(*queryState)
+	d := qs.direct
 	var opts duck.ArrowOptions
 	duck.ConnectionGetArrowOptions(c.c, &opts)
 	schema, err := resultSchema(opts, stmt)
@@ -616,6 +620,14 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 	if err != nil || !d.fits(schema) {
 		return nil
 	}
+	e.keepShape(c, qs, schema)
+	return e.directRead(ctx, c, d, schema, &stmt)
+}
+
+// directRead streams d with the result schema on c, if it still can be
+// (false: DuckDB runs the query); stmt, DuckDB's prepared statement of
+// the query, is kept for the next run of its text (nil: there is none).
+func (e *Engine) directRead(ctx context.Context, c *conn, d *directScan, schema *arrow.Schema, stmt *duck.PreparedStatement) array.RecordReader {
 	view := e.wb.View()
 	if t, ok := view.Catalog().Table(d.table.Database, d.table.Name); !ok || t.ID != d.table.ID {
 		// Dropped or replaced since the statement was parsed: DuckDB
@@ -632,7 +644,9 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 		// The cache is filling, or gone: DuckDB's run says so.
 		return nil
 	}
-	c.keepPlan(&stmt) // the next direct scan of the text needs no Prepare
+	if stmt != nil {
+		c.keepPlan(stmt) // the next direct scan of the text needs no Prepare
+	}
 	e.directScans.Add(1)
 	untrack := e.track(c)
 	r.onDone = func() {

@@ -36,7 +36,8 @@ func TestFilteredDirectScan(t *testing.T) {
 	s.write("db", "m", batch(s.mem, col{"time", tsNs, times}, col{"a", arrow.PrimitiveTypes.Int64, a}, col{"s", arrow.BinaryTypes.String, str}))
 	// Later rows with a new column, and rows around now, with a gap of a
 	// minute on each side of now - 10 minutes (DuckDB's now() and the
-	// scan's are read at different moments).
+	// scan's are read at different moments): every bound relative to now
+	// falls in that gap.
 	now := time.Now()
 	var late, u []any
 	for i := range 600 {
@@ -74,7 +75,7 @@ func TestFilteredDirectScan(t *testing.T) {
 		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 10 MINUTE",
 		"SELECT * FROM db.m WHERE s = 'v5' AND time >= now() - INTERVAL 10 MINUTE AND time < now() + INTERVAL 1 HOUR",
 		"SELECT * FROM db.m WHERE time > now() - INTERVAL 600 SECOND",
-		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 1 DAY AND time <= now() - INTERVAL 1 MINUTE",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 1 DAY AND time <= now() - INTERVAL 10 MINUTE",
 	} {
 		t.Run(sql, func(t *testing.T) {
 			before := s.e.Stats().DirectScans
@@ -106,12 +107,12 @@ func TestFilteredDirectScan(t *testing.T) {
 		"SELECT * FROM db.m WHERE a = 5",
 		"SELECT * FROM db.m WHERE a = '5'",
 		"SELECT * FROM db.m WHERE time >= DATE '2024-03-01'",
-		"SELECT * FROM db.m WHERE time >= now() - to_seconds(1.5)",
-		"SELECT * FROM db.m WHERE time >= now() - INTERVAL (0.5) SECOND",
+		"SELECT * FROM db.m WHERE time >= now() - to_seconds(600.5)",
+		"SELECT * FROM db.m WHERE time >= now() - INTERVAL (600.5) SECOND",
 		"SELECT * FROM db.m WHERE time >= now() - INTERVAL (10.7) MINUTE",
-		"SELECT * FROM db.m WHERE time <= now() - INTERVAL '1' MINUTE",
+		"SELECT * FROM db.m WHERE time <= now() - INTERVAL '10' MINUTE",
 		"SELECT * FROM db.m WHERE time >= now() - INTERVAL 1 MONTH",
-		"SELECT * FROM db.m WHERE time >= date_trunc('hour', now())",
+		"SELECT * FROM db.m WHERE time >= date_trunc('hour', now()) - INTERVAL 1 DAY",
 		"SELECT * FROM db.m WHERE time >= CAST(current_timestamp AS TIMESTAMP)",
 		"SELECT * FROM db.m WHERE NOT s = 'v3'",
 		"SELECT * FROM db.m WHERE s <> 'v3'",
@@ -172,4 +173,76 @@ func TestFilteredDirectScanPersisted(t *testing.T) {
 	if len(recent) != 1 {
 		t.Errorf("rows %v, want 1", recent)
 	}
+}
+
+// TestFilteredDirectScanUnprepared: a filtered direct scan of a shape
+// prepared before (same columns and table, another WHERE) is streamed
+// without a Prepare, with the same answer as DuckDB's; a new shape, a
+// new catalog version or another current database is prepared again; a
+// WHERE that DuckDB refuses still gets DuckDB's error.
+func TestFilteredDirectScanUnprepared(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	n := 5000
+	times, str := make([]any, n), make([]any, n)
+	for i := range n {
+		times[i] = base + int64(i)*1e6
+		str[i] = fmt.Sprintf("h%d", i%50)
+	}
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, times}, col{"host", arrow.BinaryTypes.String, str}))
+	ts := func(i int) string { return time.Unix(0, base+int64(i)*1e6).UTC().Format("2006-01-02 15:04:05.999999999") }
+	q := func(host string, from int) string {
+		return fmt.Sprintf("SELECT time, host FROM db.m WHERE host = '%s' AND time >= '%s'", host, ts(from))
+	}
+	check := func(sql, db string, unprepared bool) {
+		t.Helper()
+		st := s.e.Stats()
+		got, gotSchema, err := collect(s.e.Query(context.Background(), sql, db))
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		st2 := s.e.Stats()
+		if st2.DirectScans != st.DirectScans+1 {
+			t.Fatalf("%s: not a direct scan", sql)
+		}
+		if u := st2.DirectUnprepared == st.DirectUnprepared+1; u != unprepared {
+			t.Fatalf("%s: streamed without a Prepare %v, want %v", sql, u, unprepared)
+		}
+		want, wantSchema, err := collect(s.e.Query(context.Background(), sql+" AND random() >= 0", db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gotSchema.Equal(wantSchema) {
+			t.Fatalf("%s: schema %s, DuckDB's %s", sql, gotSchema, wantSchema)
+		}
+		equalRows(t, sql, sorted(got), sorted(want))
+	}
+	check(q("h1", 100), "", false) // the shape's first: prepared
+	check(q("h2", 200), "", true)
+	check(q("h3", 4000), "", true)
+	check(q("none", 0), "", true)
+	check(fmt.Sprintf("SELECT time, host FROM db.m WHERE time < '%s'", ts(10)), "", true)
+	check("SELECT host, time FROM db.m WHERE host = 'h4'", "", false) // another select list
+	check("SELECT host, time FROM db.m WHERE host = 'h5'", "", true)
+	check("SELECT host, time FROM m WHERE host = 'h5'", "db", false) // another FROM and database
+	check("SELECT host, time FROM m WHERE host = 'h6'", "db", true)
+	check("SELECT HOST, time FROM db.m WHERE host = 'h5'", "", false) // names as written
+
+	// A bound DuckDB refuses: its error, not an empty answer.
+	for _, sql := range []string{
+		"SELECT time, host FROM db.m WHERE host = 'h1' AND time >= 'yesterday-ish'",
+		"SELECT time, host FROM db.m WHERE host = 'h1' AND time >= 5",
+		"SELECT time, host FROM db.m WHERE nohost = 'h1'",
+	} {
+		if _, _, err := collect(s.e.Query(context.Background(), sql, "")); err == nil {
+			t.Errorf("%s: no error", sql)
+		}
+	}
+
+	// A new column: the catalog's version changed, and * with it.
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, []any{base + int64(n)*1e6}}, col{"host", arrow.BinaryTypes.String, []any{"h1"}},
+		col{"v", arrow.PrimitiveTypes.Float64, []any{1.5}}))
+	check(q("h1", 100), "", false)
+	check(q("h1", 4999), "", true)
+	check("SELECT * FROM db.m WHERE host = 'h1'", "", false)
+	check("SELECT * FROM db.m WHERE host = 'h2'", "", true)
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	duck "github.com/duckdb/duckdb-go-bindings"
@@ -135,6 +136,9 @@ type Engine struct {
 	shapes *shapeCache
 	// boundValues keeps the values of constant time bounds (evalTimes).
 	boundValues *lru[string, evaluated]
+	// directShapes keeps the result schemas of filtered direct scans by
+	// their shape (direct_shape.go).
+	directShapes *lru[directShapeKey, *arrow.Schema]
 	// footers keeps the parsed footers of persisted files (pqfooter.go).
 	footers *lru[footerKey, *metadata.FileMetaData]
 	// groupStats keeps their row groups' statistics (pqstats.go).
@@ -165,6 +169,7 @@ type Engine struct {
 	// (scan_select.go).
 	rowsSelectedOut atomic.Int64
 	directScans     atomic.Int64 // queries streamed as direct scans
+	directUnprep    atomic.Int64 // of them, streamed without a Prepare (direct_shape.go)
 	plansReused     atomic.Int64 // queries run on a kept plan (plancache.go)
 	metaAnswers     atomic.Int64 // queries answered from metadata alone (metadirect.go)
 	boundsInGo      atomic.Int64 // bounds relative to now() evaluated in Go (nowbounds.go)
@@ -285,13 +290,14 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{wb: wb, cfg: cfg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConcurrent), sysSem: make(chan struct{}, systemSlots),
-		procs:       newProcBoost(cfg.ExtraProcs),
-		parses:      newLRU[string, *parsed](defaultParseCacheBytes),
-		shapes:      newLRU[shapeKey, *shape](defaultShapeCacheEntries),
-		boundValues: newLRU[string, evaluated](defaultBoundValueBytes),
-		footers:     newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
-		groupStats:  newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
-		scanMem:     buffer.NewRecycler(wb.Allocator())}
+		procs:        newProcBoost(cfg.ExtraProcs),
+		parses:       newLRU[string, *parsed](defaultParseCacheBytes),
+		shapes:       newLRU[shapeKey, *shape](defaultShapeCacheEntries),
+		boundValues:  newLRU[string, evaluated](defaultBoundValueBytes),
+		directShapes: newLRU[directShapeKey, *arrow.Schema](defaultDirectShapeEntries),
+		footers:      newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
+		groupStats:   newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
+		scanMem:      buffer.NewRecycler(wb.Allocator())}
 	e.typesMu.m = make(map[string][]duck.LogicalType)
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
@@ -393,10 +399,13 @@ type Stats struct {
 	// equality of their query could match, which scans did not emit.
 	RowsSelectedOut int64
 	DirectScans     int64 // queries streamed straight from storage (direct.go)
-	PlansReused     int64 // queries run on a plan kept from an earlier one (plancache.go)
-	MetaAnswers     int64 // queries answered from metadata without running DuckDB (metadirect.go)
-	BoundsInGo      int64 // time bounds relative to now() evaluated without DuckDB (nowbounds.go)
-	LastValueUses   int64 // scans fed from a last-value cache (lastvalue.go)
+	// DirectUnprepared are the direct scans streamed without preparing
+	// them on DuckDB (direct_shape.go).
+	DirectUnprepared int64
+	PlansReused      int64 // queries run on a plan kept from an earlier one (plancache.go)
+	MetaAnswers      int64 // queries answered from metadata without running DuckDB (metadirect.go)
+	BoundsInGo       int64 // time bounds relative to now() evaluated without DuckDB (nowbounds.go)
+	LastValueUses    int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
 	// [MinTime, MaxTime], or all their row groups' time statistics).
@@ -432,7 +441,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), BoundsInGo: e.boundsInGo.Load(), LastValueUses: e.lastValueUses.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), DirectUnprepared: e.directUnprep.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), BoundsInGo: e.boundsInGo.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
@@ -510,7 +519,14 @@ func updateAsQuery(sql, database string, err error) error {
 }
 
 func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (array.RecordReader, error) {
-	stmt, err := e.prepareOn(c, a, database)
+	qs, err := e.stateOn(c, a, database)
+	if err != nil {
+		return nil, err
+	}
+	if r := e.directUnprepared(ctx, c, a, qs); r != nil {
+		return r, nil
+	}
+	stmt, err := e.prepareStmt(c, a, database, qs)
 	if err != nil {
 		return nil, err
 	}
@@ -538,12 +554,22 @@ func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database strin
 // time bounds and databases published for its scans. The caller destroys
 // the statement.
 func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.PreparedStatement, error) {
-	var stmt duck.PreparedStatement
+	qs, err := e.stateOn(c, a, database)
+	if err != nil {
+		return duck.PreparedStatement{}, err
+	}
+	return e.prepareStmt(c, a, database, qs)
+}
+
+// stateOn readies c for the admitted statement a with database current:
+// the views synced, the database set, the statement's query state
+// published (prepareOn's first half).
+func (e *Engine) stateOn(c *conn, a *admitted, database string) (*queryState, error) {
 	if err := e.views.sync(); err != nil {
-		return stmt, err
+		return nil, err
 	}
 	if err := c.use(database); err != nil {
-		return stmt, err
+		return nil, err
 	}
 	// The query's read-only transaction is begun (c.begin) before DuckDB
 	// runs anything for it: the evaluation of its time bounds, a Prepare,
@@ -557,11 +583,18 @@ func (e *Engine) prepareOn(c *conn, a *admitted, database string) (duck.Prepared
 		// what its client sees is DuckDB's error for the statement, not
 		// "Current transaction is aborted".
 		if err := c.end(); err != nil {
-			return stmt, fmt.Errorf("query: ending the transaction a time bound failed: %w", err)
+			return nil, fmt.Errorf("query: ending the transaction a time bound failed: %w", err)
 		}
 	}
 	c.sql = a.sql
 	c.plan = nil
+	return qs, nil
+}
+
+// prepareStmt prepares a on c, readied by stateOn (prepareOn's second
+// half): a kept plan of the same text if c has one.
+func (e *Engine) prepareStmt(c *conn, a *admitted, database string, qs *queryState) (duck.PreparedStatement, error) {
+	var stmt duck.PreparedStatement
 	if !a.explain {
 		k := planKey{sql: a.sql, database: database, catalog: qs.view.Catalog().Version(), views: e.views.synced.Load()}
 		c.plan = &k

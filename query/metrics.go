@@ -28,6 +28,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_delete_files_read_total", "Persisted files a DELETE by rewrite read whole.", func(s Stats) float64 { return float64(s.DeleteFilesRead) }),
 		counter("apron_query_delete_files_skipped_total", "Persisted files a DELETE by rewrite did not read: outside its time bounds, or without a row it matches.", func(s Stats) float64 { return float64(s.DeleteFilesSkipped) }),
 		counter("apron_query_direct_scans_total", "Queries streamed straight from storage.", func(s Stats) float64 { return float64(s.DirectScans) }),
+		counter("apron_query_direct_scans_unprepared_total", "Direct scans with a WHERE streamed without a DuckDB Prepare: their shape (columns and table) was typed by DuckDB before.", func(s Stats) float64 { return float64(s.DirectUnprepared) }),
 		counter("apron_query_metadata_answers_total", "Queries (counts, time extremes) answered from metadata alone, without running DuckDB.", func(s Stats) float64 { return float64(s.MetaAnswers) }),
 		counter("apron_query_bounds_in_go_total", "Time bounds relative to now() evaluated in Go, without a DuckDB statement.", func(s Stats) float64 { return float64(s.BoundsInGo) }),
 		counter("apron_query_plans_reused_total", "Queries run on DuckDB's plan of an earlier query of the same text, not prepared again.", func(s Stats) float64 { return float64(s.PlansReused) }),
