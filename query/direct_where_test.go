@@ -189,7 +189,9 @@ func TestFilteredDirectScanUnprepared(t *testing.T) {
 		str[i] = fmt.Sprintf("h%d", i%50)
 	}
 	s.write("db", "m", batch(s.mem, col{"time", tsNs, times}, col{"host", arrow.BinaryTypes.String, str}))
-	ts := func(i int) string { return time.Unix(0, base+int64(i)*1e6).UTC().Format("2006-01-02 15:04:05.999999999") }
+	ts := func(i int) string {
+		return time.Unix(0, base+int64(i)*1e6).UTC().Format("2006-01-02 15:04:05.999999999")
+	}
 	q := func(host string, from int) string {
 		return fmt.Sprintf("SELECT time, host FROM db.m WHERE host = '%s' AND time >= '%s'", host, ts(from))
 	}
