@@ -397,7 +397,7 @@ func (r *directReader) nextFiltered() (arrow.RecordBatch, error) {
 	for len(r.chunks) > 0 && (len(kept) == 0 || rows < directBatchRows) {
 		c := r.chunks[0]
 		r.chunks = r.chunks[1:]
-		rec, err := r.filter.rows(c, r)
+		rec, err := r.filter.rows(c, r.mem)
 		c.Rec.Release()
 		if err != nil {
 			return nil, err

@@ -49,28 +49,34 @@ func directShapeOf(node map[string]any) string {
 // keepShape keeps the result schema DuckDB gave a filtered direct scan
 // prepared on c, for the next one of its shape.
 func (e *Engine) keepShape(c *conn, qs *queryState, schema *arrow.Schema) {
-	d := qs.direct
-	if d.where == nil || d.shape == "" || qs.view == nil {
-		return
+	if k, ok := shapeKeyOf(c, qs); ok {
+		e.directShapes.put(k, schema, 1)
 	}
-	k := directShapeKey{shape: d.shape, database: c.schema, catalog: qs.view.Catalog().Version()}
-	e.directShapes.put(k, schema, 1)
+}
+
+// shapeKeyOf is the shape key of the filtered direct scan readied on c
+// with qs; false: the query is not one.
+func shapeKeyOf(c *conn, qs *queryState) (directShapeKey, bool) {
+	d := qs.direct
+	if d == nil || d.where == nil || d.shape == "" || qs.view == nil {
+		return directShapeKey{}, false
+	}
+	return directShapeKey{shape: d.shape, database: c.schema, catalog: qs.view.Catalog().Version()}, true
 }
 
 // directUnprepared streams the admitted statement a, readied on c with
 // the query state qs, as a filtered direct scan without preparing it, if
 // one of its shape was prepared before; nil: it must be prepared.
 func (e *Engine) directUnprepared(ctx context.Context, c *conn, a *admitted, qs *queryState) array.RecordReader {
-	d := qs.direct
-	if a.explain || d == nil || d.where == nil || d.shape == "" || qs.view == nil {
+	k, ok := shapeKeyOf(c, qs)
+	if a.explain || !ok {
 		return nil
 	}
-	k := directShapeKey{shape: d.shape, database: c.schema, catalog: qs.view.Catalog().Version()}
 	schema, ok := e.directShapes.get(k)
-	if !ok || !d.fits(schema) {
+	if !ok || !qs.direct.fits(schema) {
 		return nil
 	}
-	r := e.directRead(ctx, c, d, schema, nil)
+	r := e.directRead(ctx, c, qs.direct, schema, nil)
 	if r != nil {
 		e.directUnprep.Add(1)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/buffer"
 )
@@ -47,9 +48,18 @@ import (
 
 // directWhere is the WHERE clause of a filtered direct scan.
 type directWhere struct {
-	lower, upper             []any  // bound expressions (parsed)
-	lowerStrict, upperStrict []bool // > and < rather than >= and <=
-	equals                   map[string][]string
+	bounds []directBound
+	equals map[string][]string
+}
+
+// directBound is one comparison of time with a bound: time >= x (or >
+// when strict) for a lower one, time <= x (or <) for an upper one.
+type directBound struct {
+	x       any    // the bound expression (parsed)
+	key     string // its key in boundValues (boundKey)
+	hasFunc bool   // evaluated at now (nowBound), not a kept constant
+	upper   bool
+	strict  bool
 }
 
 // directWhereOf recognizes the WHERE clause of a direct scan of from;
@@ -66,12 +76,21 @@ func directWhereOf(where any, from *fromTable, alias, name string) (*directWhere
 			return nil, false
 		}
 	}
-	for _, x := range append(append([]any(nil), r.lower...), r.upper...) {
-		if _, hasFunc := boundKey(x); hasFunc && !wholeIntervals(x) {
-			return nil, false
+	w := &directWhere{equals: r.equals}
+	add := func(exprs []any, strict []bool, upper bool) bool {
+		for i, x := range exprs {
+			key, hasFunc := boundKey(x)
+			if hasFunc && !wholeIntervals(x) {
+				return false
+			}
+			w.bounds = append(w.bounds, directBound{x: x, key: key, hasFunc: hasFunc, upper: upper, strict: strict[i]})
 		}
+		return true
 	}
-	return &directWhere{lower: r.lower, upper: r.upper, lowerStrict: r.lowerStrict, upperStrict: r.upperStrict, equals: r.equals}, true
+	if !add(r.lower, r.lowerStrict, false) || !add(r.upper, r.upperStrict, true) {
+		return nil, false
+	}
+	return w, true
 }
 
 // wholeIntervals says whether every interval constructor in e has a whole
@@ -107,40 +126,30 @@ func wholeIntervals(e any) bool {
 // false when a bound's exact value is not known here.
 func (w *directWhere) interval(e *Engine, now time.Time) (timeBounds, bool) {
 	b := allTime
-	value := func(x any) (int64, bool) {
-		key, hasFunc := boundKey(x)
-		if hasFunc {
-			ns, _, ok := nowBound(x, now)
-			return ns, ok
+	for _, d := range w.bounds {
+		var v int64
+		ok := false
+		if d.hasFunc {
+			v, _, ok = nowBound(d.x, now)
+		} else if ev, kept := e.boundValues.peek(d.key); kept && ev.ok && ev.exact {
+			v, ok = ev.at, true
 		}
-		v, ok := e.boundValues.peek(key)
-		return v.at, ok && v.ok && v.exact
-	}
-	for i, x := range w.lower {
-		v, ok := value(x)
 		if !ok {
 			return b, false
 		}
-		if w.lowerStrict[i] {
-			if v == math.MaxInt64 {
-				return emptyTime, true
-			}
+		switch {
+		case d.strict && !d.upper && v == math.MaxInt64, d.strict && d.upper && v == math.MinInt64:
+			return emptyTime, true // > the last time, < the first
+		case d.strict && !d.upper:
 			v++
-		}
-		b.min = max(b.min, v)
-	}
-	for i, x := range w.upper {
-		v, ok := value(x)
-		if !ok {
-			return b, false
-		}
-		if w.upperStrict[i] {
-			if v == math.MinInt64 {
-				return emptyTime, true
-			}
+		case d.strict:
 			v--
 		}
-		b.max = min(b.max, v)
+		if d.upper {
+			b.max = min(b.max, v)
+		} else {
+			b.min = max(b.min, v)
+		}
 	}
 	return b, true
 }
@@ -155,7 +164,7 @@ type directFilter struct {
 
 // rows returns the rows of c the filter keeps: c itself (retained) when
 // all are, nil when none is, else a new batch of them.
-func (f *directFilter) rows(c buffer.Chunk, r *directReader) (arrow.RecordBatch, error) {
+func (f *directFilter) rows(c buffer.Chunk, mem memory.Allocator) (arrow.RecordBatch, error) {
 	rec := c.Rec
 	n := int(rec.NumRows())
 	if n == 0 || c.MaxTime < f.b.min || c.MinTime > f.b.max {
@@ -195,7 +204,7 @@ func (f *directFilter) rows(c buffer.Chunk, r *directReader) (arrow.RecordBatch,
 		rec.Retain()
 		return rec, nil
 	}
-	cols, err := takeColumns(r.mem, rec.Columns(), sel)
+	cols, err := takeColumns(mem, rec.Columns(), sel)
 	if err != nil {
 		return nil, err
 	}
@@ -209,4 +218,4 @@ func (f *directFilter) rows(c buffer.Chunk, r *directReader) (arrow.RecordBatch,
 // errFilterUnknown: a chunk holds a column in a form the filter does not
 // know (the clause's columns are checked against the catalog first, so
 // this would be a bug; the query fails rather than answer wrong).
-var errFilterUnknown = errors.New("query: a filtered direct scan met a chunk it cannot filter")
+var errFilterUnknown = errors.New("query: a buffered chunk holds the time or a compared column in a form the direct scan cannot filter (a bug: please report it with the table's schema); the same query with another condition DuckDB evaluates, such as AND random() >= 0, runs on DuckDB")

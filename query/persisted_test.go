@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,56 +249,8 @@ func TestPersistWhileQuerying(t *testing.T) {
 	done := make(chan struct{})
 	stop := sync.OnceFunc(func() { close(done) })
 	defer stop() // a failed wait below does not leave the queries running
-	// A direct scan (streamed from the View, not by DuckDB) sees each row
-	// once too.
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			rows, _, err := collect(s.e.Query(context.Background(), "SELECT time, host, usage FROM db.cpu", ""))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			directs.Add(1)
-			equalRows(t, "direct scan while persisting", sorted(rows), w.rows)
-		}
-	})
-	// So does a filtered one (direct_where.go: streamed while its rows are
-	// buffered, by DuckDB once they are in files), and it keeps only its
-	// rows.
-	since := base + int64(segs/2)*int64(time.Minute)
-	var filtered []string
-	for _, r := range w.rows {
-		var ts int64
-		var host string
-		fmt.Sscanf(strings.Replace(r, "|", " ", 2), "%d %s", &ts, &host)
-		if host == "h2" && ts >= since {
-			filtered = append(filtered, r)
-		}
-	}
-	filteredSQL := fmt.Sprintf("SELECT time, host, usage FROM db.cpu WHERE host = 'h2' AND time >= '%s'",
-		time.Unix(0, since).UTC().Format("2006-01-02 15:04:05.999999999"))
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			rows, _, err := collect(s.e.Query(context.Background(), filteredSQL, ""))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			filteredRuns.Add(1)
-			equalRows(t, "filtered scan while persisting", sorted(rows), sorted(filtered))
-		}
-	})
-	for range 2 {
+	// keepQuerying runs sql until stop, each answer (sorted) want.
+	keepQuerying := func(what, sql string, want []string, runs *atomic.Int64) {
 		wg.Go(func() {
 			for {
 				select {
@@ -305,16 +258,37 @@ func TestPersistWhileQuerying(t *testing.T) {
 					return
 				default:
 				}
-				rows, _, err := collect(s.e.Query(context.Background(),
-					"SELECT count(*), sum(usage), count(DISTINCT time) FROM db.cpu", ""))
+				rows, _, err := collect(s.e.Query(context.Background(), sql, ""))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				queries.Add(1)
-				equalRows(t, "while persisting", rows, want)
+				runs.Add(1)
+				equalRows(t, what, sorted(rows), want)
 			}
 		})
+	}
+	// A direct scan (streamed from the View, not by DuckDB) sees each row
+	// once too.
+	keepQuerying("direct scan while persisting", "SELECT time, host, usage FROM db.cpu", sorted(w.rows), &directs)
+	// So does a filtered one (direct_where.go: streamed while its rows are
+	// buffered, by DuckDB once they are in files), and it keeps only its
+	// rows.
+	since := base + int64(segs/2)*int64(time.Minute)
+	var filtered []string
+	for _, r := range w.rows {
+		f := strings.Split(r, "|") // time|host|usage
+		if ts, _ := strconv.ParseInt(f[0], 10, 64); f[1] == "h2" && ts >= since {
+			filtered = append(filtered, r)
+		}
+	}
+	if len(filtered) == 0 {
+		t.Fatal("no row for the filtered scan: it would show nothing")
+	}
+	keepQuerying("filtered scan while persisting", fmt.Sprintf("SELECT time, host, usage FROM db.cpu WHERE host = 'h2' AND time >= '%s'",
+		time.Unix(0, since).UTC().Format("2006-01-02 15:04:05.999999999")), sorted(filtered), &filteredRuns)
+	for range 2 {
+		keepQuerying("while persisting", "SELECT count(*), sum(usage), count(DISTINCT time) FROM db.cpu", want, &queries)
 	}
 	// Both kinds run before the persists begin and go on until the
 	// segments are released and a few more ran: the counts do not depend

@@ -15,7 +15,7 @@ type Floor struct {
 	gogc    int   // the configured GOGC (> 0)
 	bytes   int64 // the floor
 	stopped atomic.Bool
-	percent atomic.Int64 // the GOGC last set, for tests and the ready line
+	percent atomic.Int64 // the GOGC last set (Percent)
 	sample  []metrics.Sample
 }
 
