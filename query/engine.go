@@ -49,6 +49,10 @@ type Config struct {
 	// least recently used go first. Files a running query reads are kept
 	// even past it. 0 means DefaultCacheSize.
 	CacheSize int64
+	// PageCacheSize bounds the bytes of decompressed Parquet pages kept in
+	// memory for selective queries (--page-cache-size; pqpages.go). 0
+	// means DefaultPageCacheSize; negative, no page cache.
+	PageCacheSize int64
 	// TempDir is where DuckDB may spill what does not fit in MemoryLimit
 	// (--query-temp-dir); "" means no spilling: such a query fails. DuckDB
 	// may write files there (and nowhere else).
@@ -64,6 +68,11 @@ const DefaultTimeout = 10 * time.Minute
 
 // DefaultCacheSize is the CacheSize `apron serve` starts with: 10 GiB.
 const DefaultCacheSize = 10 << 30
+
+// DefaultPageCacheSize is the PageCacheSize `apron serve` starts with: 64
+// MiB, a thousand 64 KiB pages: the pages of a few hundred selective
+// queries of distinct series.
+const DefaultPageCacheSize = 64 << 20
 
 // DefaultConfig returns the configuration `apron serve` starts with.
 func DefaultConfig() Config {
@@ -190,6 +199,10 @@ type Engine struct {
 	// once sent, and reused.
 	scanMem *buffer.Recycler
 
+	// pages holds decompressed pages of persisted files (pqpages.go); nil
+	// when turned off.
+	pages *lru[pqPageKey, *pqPage]
+
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
 	filesScanned     atomic.Int64
@@ -286,6 +299,9 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	if cfg.CacheSize == 0 {
 		cfg.CacheSize = DefaultCacheSize
 	}
+	if cfg.PageCacheSize == 0 {
+		cfg.PageCacheSize = DefaultPageCacheSize
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -298,6 +314,9 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		footers:      newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
 		groupStats:   newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
 		scanMem:      buffer.NewRecycler(wb.Allocator())}
+	if cfg.PageCacheSize > 0 {
+		e.pages = newLRU[pqPageKey, *pqPage](cfg.PageCacheSize)
+	}
 	e.typesMu.m = make(map[string][]duck.LogicalType)
 	if store := wb.Store(); store != nil {
 		if cfg.CacheDir == "" {
@@ -424,6 +443,11 @@ type Stats struct {
 	ParseEntries           int
 	ParseBytes             int64
 	ShapeHits, ShapeMisses uint64
+	// The page cache (pqpages.go): pages found there or read, what it
+	// holds now.
+	PageHits, PageMisses uint64
+	PageEntries          int
+	PageBytes            int64
 	// Chunks and files counted from their metadata (metacount.go), not
 	// read.
 	MetaChunks, MetaFiles int64
@@ -446,6 +470,9 @@ func (e *Engine) Stats() Stats {
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()
 	st.ShapeHits, st.ShapeMisses, _, _ = e.shapes.stats()
+	if e.pages != nil {
+		st.PageHits, st.PageMisses, st.PageEntries, st.PageBytes = e.pages.stats()
+	}
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()

@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	duck "github.com/duckdb/duckdb-go-bindings"
 )
@@ -26,7 +25,7 @@ var errCorrupt = errors.New("corrupt page")
 // over one DuckDB vector of the dictionary (see pqStrings).
 type pqColumn struct {
 	p     pqColPlan
-	pr    file.PageReader
+	pages *pqPager
 	cache *pqDictCache // where strs comes from
 
 	// The chunk's dictionary: fixed-width values already as DuckDB has
@@ -52,14 +51,14 @@ type pqColumn struct {
 	tmp    []uint64
 }
 
-func newPQColumn(p pqColPlan, pr file.PageReader, cache *pqDictCache) *pqColumn {
-	return &pqColumn{p: p, pr: pr, cache: cache}
+func newPQColumn(p pqColPlan, pages *pqPager, cache *pqDictCache) *pqColumn {
+	return &pqColumn{p: p, pages: pages, cache: cache}
 }
 
 func (c *pqColumn) close() {
-	if c.pr != nil {
-		c.pr.Close()
-		c.pr = nil
+	if c.pages != nil {
+		c.pages.close()
+		c.pages = nil
 	}
 	if c.strs != nil {
 		c.cache.release(c.strs)
@@ -78,30 +77,32 @@ func (c *pqColumn) emit(vec duck.Vector, k int) error {
 // nextPage moves to the next data page, reading the dictionary page on
 // the way.
 func (c *pqColumn) nextPage() error {
-	for c.pr.Next() {
-		if taken, err := c.takePage(c.pr.Page()); err != nil || taken {
+	for {
+		pg, ok, err := c.pages.nextPage()
+		if err != nil {
 			return err
 		}
-	}
-	if err := c.pr.Err(); err != nil {
-		return err
+		if !ok {
+			break
+		}
+		if taken, err := c.takePage(pg); err != nil || taken {
+			return err
+		}
 	}
 	return fmt.Errorf("%w: the column chunk has fewer rows than its row group", errCorrupt)
 }
 
-// takePage makes pg the page being read, if it is a data page with rows;
+// takePage makes p the page being read, if it is a data page with rows;
 // a dictionary page is read into the chunk's dictionary.
-func (c *pqColumn) takePage(pg file.Page) (taken bool, err error) {
-	var data []byte
-	var nvals int
-	switch p := pg.(type) {
-	case *file.DictionaryPage:
+func (c *pqColumn) takePage(p *pqPage) (taken bool, err error) {
+	data, nvals := p.data, p.nvals
+	switch p.kind {
+	case pqDictPage:
 		return false, c.readDict(p)
-	case *file.DataPageV1:
-		data, nvals = p.Data(), int(p.NumValues())
+	case pqDataV1:
 		if c.p.nullable {
-			if p.DefinitionLevelEncoding() != parquet.Encodings.RLE || len(data) < 4 {
-				return false, fmt.Errorf("%w: definition levels encoded %s", errCorrupt, p.DefinitionLevelEncoding())
+			if p.defEnc != parquet.Encodings.RLE || len(data) < 4 {
+				return false, fmt.Errorf("%w: definition levels encoded %s", errCorrupt, p.defEnc)
 			}
 			n := int(binary.LittleEndian.Uint32(data))
 			if n > len(data)-4 {
@@ -110,9 +111,8 @@ func (c *pqColumn) takePage(pg file.Page) (taken bool, err error) {
 			c.defs.reset(data[4:4+n], 1)
 			data = data[4+n:]
 		}
-	case *file.DataPageV2:
-		data, nvals = p.Data(), int(p.NumValues())
-		rep, def := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
+	case pqDataV2:
+		rep, def := p.repLen, p.defLen
 		if rep != 0 || def < 0 || def > len(data) {
 			return false, errCorrupt
 		}
@@ -124,7 +124,7 @@ func (c *pqColumn) takePage(pg file.Page) (taken bool, err error) {
 		return false, nil
 	}
 	c.left, c.indexed, c.rleBool, c.plain, c.bit = nvals, false, false, nil, 0
-	switch enc := parquet.Encoding(pg.Encoding()); enc {
+	switch enc := p.enc; enc {
 	case parquet.Encodings.Plain:
 		c.plain = data
 	case parquet.Encodings.PlainDict, parquet.Encodings.RLEDict:
@@ -160,7 +160,7 @@ func (c *pqColumn) seek(row int, pages []*metadata.PageLocation) error {
 	if i < 0 {
 		return fmt.Errorf("%w: the offset index has no page for row %d", errCorrupt, row)
 	}
-	dp, err := c.pr.GetDictionaryPage()
+	dp, err := c.pages.dictionary()
 	if err != nil {
 		return err
 	}
@@ -169,10 +169,12 @@ func (c *pqColumn) seek(row int, pages []*metadata.PageLocation) error {
 			return err
 		}
 	}
-	if err := c.pr.SeekToPageWithRow(int64(row)); err != nil {
+	if err := c.pages.seek(pages, i); err != nil {
 		return err
 	}
-	if pg := c.pr.Page(); pg == nil {
+	if pg, ok, err := c.pages.nextPage(); err != nil {
+		return err
+	} else if !ok {
 		return fmt.Errorf("%w: no page at row %d", errCorrupt, row)
 	} else if taken, err := c.takePage(pg); err != nil {
 		return err
@@ -232,16 +234,16 @@ func (c *pqColumn) skipRows(n int) error {
 }
 
 // readDict reads the chunk's dictionary page.
-func (c *pqColumn) readDict(p *file.DictionaryPage) error {
+func (c *pqColumn) readDict(p *pqPage) error {
 	if c.dict != nil || c.strs != nil {
 		return fmt.Errorf("%w: a second dictionary page", errCorrupt)
 	}
-	if enc := parquet.Encoding(p.Encoding()); enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
+	if enc := p.enc; enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
 		return fmt.Errorf("%w: dictionary encoded %s", errCorrupt, enc)
 	}
-	n := int(p.NumValues())
+	n := p.nvals
 	if c.p.kind == pqBytes {
-		s, err := c.cache.get(p.Data(), n, c.p.blob)
+		s, err := c.cache.get(p.data, n, c.p.blob)
 		if err != nil {
 			return err
 		}
@@ -249,7 +251,7 @@ func (c *pqColumn) readDict(p *file.DictionaryPage) error {
 		return nil
 	}
 	c.dict = alignedBytes(n * c.p.width)
-	return c.p.convert(c.dict, p.Data(), 0, n)
+	return c.p.convert(c.dict, p.data, 0, n)
 }
 
 // nextRun is the next run of at most want rows within one page (the next

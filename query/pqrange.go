@@ -72,7 +72,7 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 		if leaf >= 0 && leaf < md.Schema.NumColumns() && md.Schema.Column(leaf).LogicalType() != nil &&
 			md.Schema.Column(leaf).LogicalType().Equals(schema.StringLogicalType{}) {
 			if want, ok := n.want[strings.ToLower(md.Schema.Column(leaf).Name())]; ok {
-				l, h, known, err := leadRange(rg, leaf, md.Schema.Column(leaf).MaxDefinitionLevel() > 0, dicts, rows, want)
+				l, h, known, err := leadRange(rg, u, idx, leaf, md.Schema.Column(leaf).MaxDefinitionLevel() > 0, dicts, rows, want)
 				if err != nil {
 					return 0, 0, nil, err
 				}
@@ -107,7 +107,7 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 		pages[p.leaf] = oi.GetPageLocations()
 	}
 	if n.bounds != allTime && tc >= 0 {
-		if lo, hi, err = f.timeRows(rg, tc, pages[tc], lo, hi, n.bounds); err != nil {
+		if lo, hi, err = f.timeRows(rg, u, tc, pages[tc], lo, hi, n.bounds); err != nil {
 			return 0, 0, nil, err
 		}
 		if lo >= hi {
@@ -128,7 +128,7 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 // the rows of every column it keeps out of DuckDB. Only when the
 // time column is read (its plan is the scan's), as DuckDB's nanoseconds;
 // else [lo, hi) as it is.
-func (f *pqFile) timeRows(rg *file.RowGroupReader, tc int, pages []*metadata.PageLocation, lo, hi int, b timeBounds) (int, int, error) {
+func (f *pqFile) timeRows(rg *file.RowGroupReader, u pqUnit, tc int, pages []*metadata.PageLocation, lo, hi int, b timeBounds) (int, int, error) {
 	var plan *pqColPlan
 	for i := range f.plan {
 		if p := &f.plan[i]; p.leaf == tc && (p.kind == pqCopy || p.kind == pqScale) && p.width == 8 {
@@ -139,11 +139,7 @@ func (f *pqFile) timeRows(rg *file.RowGroupReader, tc int, pages []*metadata.Pag
 	if plan == nil || len(pages) == 0 {
 		return lo, hi, nil
 	}
-	pr, err := rg.GetColumnPageReader(tc)
-	if err != nil {
-		return 0, 0, err
-	}
-	c := newPQColumn(*plan, pr, nil)
+	c := newPQColumn(*plan, u.pager(rg, tc), nil)
 	defer c.close()
 	if err := c.seek(lo, pages); err != nil {
 		return 0, 0, err
@@ -184,13 +180,15 @@ func (f *pqFile) timeRows(rg *file.RowGroupReader, tc int, pages []*metadata.Pag
 // [lo, hi) of the rows holding a value of want; known is false when it
 // cannot tell (a page not dictionary-encoded, or indices not in runs it
 // can read), and lo == hi when no row holds one.
-func leadRange(rg *file.RowGroupReader, leaf int, nullable bool, dicts *pqDictCache, rows int, want []string) (lo, hi int, known bool, err error) {
-	pr, err := rg.GetColumnPageReader(leaf)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	c := newPQColumn(pqColPlan{leaf: leaf, kind: pqBytes, width: 16, nullable: nullable}, pr, dicts)
+func leadRange(rg *file.RowGroupReader, u pqUnit, idx *metadata.RowGroupPageIndexReader, leaf int, nullable bool, dicts *pqDictCache, rows int, want []string) (lo, hi int, known bool, err error) {
+	c := newPQColumn(pqColPlan{leaf: leaf, kind: pqBytes, width: 16, nullable: nullable}, u.pager(rg, leaf), dicts)
 	defer c.close()
+	// Through the offset index, its pages come from the page cache.
+	if oi, err := idx.GetOffsetIndex(leaf); err == nil && oi != nil && len(oi.GetPageLocations()) > 0 {
+		if err := c.seek(0, oi.GetPageLocations()); err != nil {
+			return 0, 0, false, err
+		}
+	}
 	lo, hi = -1, -1
 	matches := map[uint32]bool{}
 	checked := map[uint32]bool{}

@@ -24,19 +24,26 @@ import (
 // column too varied for one dictionary (plain pages), NULLs in every
 // other column, and a column added after the first file; the queries ask
 // for one or two series, present or absent, over random time ranges.
-// Twice: over segments' files, and over the merged file a compaction
-// makes of four segments' (row groups of up to 1Mi rows).
+// Over segments' files, and over the merged file a compaction makes of
+// four segments' (row groups of up to 1Mi rows).
+//
+// Each query runs twice: the second run reads its pages from the page
+// cache (pqpages.go), reads none again, and gives the same rows; an
+// aggregate over every row then keeps no page. Again with a page cache
+// of two pages (pages pushed out while queries read them) and with none.
 func TestNarrowedRowGroups(t *testing.T) {
-	t.Run("segment-files", func(t *testing.T) { narrowedRowGroups(t, false) })
-	t.Run("merged-file", func(t *testing.T) { narrowedRowGroups(t, true) })
+	t.Run("segment-files", func(t *testing.T) { narrowedRowGroups(t, false, 0) })
+	t.Run("merged-file", func(t *testing.T) { narrowedRowGroups(t, true, 0) })
+	t.Run("segment-files-page-cache-of-two-pages", func(t *testing.T) { narrowedRowGroups(t, false, 2*(64<<10)) })
+	t.Run("merged-file-no-page-cache", func(t *testing.T) { narrowedRowGroups(t, true, -1) })
 }
 
-func narrowedRowGroups(t *testing.T, merge bool) {
+func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 	store, err := objstore.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStoreEnv(t, store, Config{})
+	s := newStoreEnv(t, store, Config{PageCacheSize: pageCache})
 	rng := rand.New(rand.NewPCG(7, 11))
 	hosts := make([]string, 40)
 	for i := range hosts {
@@ -152,9 +159,32 @@ func narrowedRowGroups(t *testing.T, merge bool) {
 		got := sorted(s.query("SELECT "+cols+" FROM db.t WHERE "+where, ""))
 		exp := sorted(ref.query("SELECT " + cols + " FROM " + files + " WHERE " + where))
 		equalRows(t, fmt.Sprintf("query %d: %s", i, where), got, exp)
+		missed := s.e.Stats().PageMisses
+		again := sorted(s.query("SELECT "+cols+" FROM db.t WHERE "+where, ""))
+		equalRows(t, fmt.Sprintf("query %d again: %s", i, where), again, exp)
+		if st := s.e.Stats(); pageCache == 0 && st.PageMisses != missed {
+			t.Fatalf("query %d again: %d pages read again (%d in the page cache, %d bytes)", i, st.PageMisses-missed, st.PageEntries, st.PageBytes)
+		}
 		if t.Failed() {
 			return
 		}
+	}
+	st := s.e.Stats()
+	switch {
+	case pageCache < 0 && st.PageHits+st.PageMisses+uint64(st.PageEntries) != 0:
+		t.Fatalf("no page cache: %d hits, %d misses, %d entries", st.PageHits, st.PageMisses, st.PageEntries)
+	case pageCache >= 0 && (st.PageHits == 0 || st.PageMisses == 0):
+		t.Fatalf("page cache: %d hits, %d misses over 60 queries run twice", st.PageHits, st.PageMisses)
+	case pageCache > 0 && st.PageBytes > pageCache:
+		t.Fatalf("page cache: %d bytes kept, bound %d", st.PageBytes, pageCache)
+	}
+	t.Logf("page cache: %d hits, %d misses, %d pages (%d bytes) kept", st.PageHits, st.PageMisses, st.PageEntries, st.PageBytes)
+	// A scan of every row reads its pages in order and keeps none.
+	if got := s.query(fmt.Sprintf("SELECT count(n), count(note) FROM db.t WHERE time <= make_timestamp_ns(%d)", last), ""); len(got) != 1 {
+		t.Fatalf("aggregate: %v", got)
+	}
+	if now := s.e.Stats(); now.PageEntries != st.PageEntries || now.PageMisses != st.PageMisses {
+		t.Fatalf("an aggregate over every row: page cache entries %d → %d, misses %d → %d; want none kept", st.PageEntries, now.PageEntries, st.PageMisses, now.PageMisses)
 	}
 	if pqGroupsSkipped.Load() == empty {
 		t.Fatal("no row group was left unread for a host between two others")

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	duck "github.com/duckdb/duckdb-go-bindings"
 )
 
@@ -28,8 +29,9 @@ var pqGroupsNarrowed, pqGroupsSkipped, pqRowsSkipped atomic.Int64
 // threads reading its row groups: closed when the last lets go.
 type pqFile struct {
 	p      *parquetFile
-	plan   []pqColPlan // per output column
-	narrow pqNarrow    // what its row groups may be narrowed by (pqrange.go)
+	plan   []pqColPlan              // per output column
+	narrow pqNarrow                 // what its row groups may be narrowed by (pqrange.go)
+	pages  *lru[pqPageKey, *pqPage] // the engine's page cache (pqpages.go), or nil
 	refs   atomic.Int32
 }
 
@@ -97,7 +99,7 @@ func (g *scanGlobal) openNative(p *parquetFile) (first pqUnit, ok bool) {
 		return pqUnit{}, false
 	}
 	pqNative.Add(1)
-	f := &pqFile{p: p, plan: plan, narrow: g.narrowing()}
+	f := &pqFile{p: p, plan: plan, narrow: g.narrowing(), pages: g.bind.e.pages}
 	f.refs.Store(int32(len(p.groups)))
 	rest := make([]pqUnit, 0, len(p.groups)-1)
 	for _, rg := range p.groups[1:] {
@@ -105,6 +107,12 @@ func (g *scanGlobal) openNative(p *parquetFile) (first pqUnit, ok bool) {
 	}
 	g.pq.push(rest)
 	return pqUnit{f, p.groups[0]}, true
+}
+
+// pager reads column leaf of u's row group, rg, through the page cache.
+func (u pqUnit) pager(rg *file.RowGroupReader, leaf int) *pqPager {
+	f := u.f.p.f
+	return newPQPager(rg, leaf, u.f.pages, pqPageKey{file: footerKey{path: f.Path, size: f.Size, crc: f.CRC32C}, rg: int32(u.rg)})
 }
 
 // pqGroup is a scan thread's row group being read natively.
@@ -157,11 +165,7 @@ func openGroup(u pqUnit, dicts *pqDictCache) (_ *pqGroup, err error) {
 			continue
 		}
 		byLeaf[p.leaf] = i
-		pr, err := rg.GetColumnPageReader(p.leaf)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", u.f.p.f.Path, err)
-		}
-		gr.cols[i] = newPQColumn(p, pr, dicts)
+		gr.cols[i] = newPQColumn(p, u.pager(rg, p.leaf), dicts)
 		if pages != nil {
 			if err := gr.cols[i].seek(lo, pages[p.leaf]); err != nil {
 				return nil, fmt.Errorf("reading %s: column %d from row %d: %w", u.f.p.f.Path, p.leaf, lo, err)

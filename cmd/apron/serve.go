@@ -31,6 +31,7 @@ type serveFlags struct {
 	queryCfg            query.Config
 	store               storeFlags
 	cacheSize           byteSize
+	pageCacheSize       byteSize
 	maxValueSize        byteSize
 	sqlCfg              flightsvc.Config
 	gogc                int
@@ -80,6 +81,8 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	fs.StringVar(&f.queryCfg.CacheDir, "cache-dir", "", "local copies of persisted Parquet files fetched from the object store; default <data-dir>/cache")
 	f.cacheSize = byteSize(f.queryCfg.CacheSize)
 	fs.Var(&f.cacheSize, "cache-size", "most bytes of Parquet files kept in --cache-dir, least recently used out first, e.g. 10GiB")
+	f.pageCacheSize = byteSize(query.DefaultPageCacheSize)
+	fs.Var(&f.pageCacheSize, "page-cache-size", "most bytes of decompressed Parquet pages kept in memory for selective queries (one series, a time range), least recently used out first; 0 keeps none")
 	fs.IntVar(&f.cfg.PersistConcurrency, "persist-concurrency", f.cfg.PersistConcurrency, "Parquet files of a closed segment written and uploaded at once")
 	fs.BoolVar(&f.cfg.FullOrphanScan, "full-orphan-scan", false, "at startup, list every object under dbs/ in the object store and delete the Parquet files no listing names; without it, startup deletes those the data dir's journal names (what this data dir's crashes can leave) and lists nothing: use it once for a data dir of an older version, or one whose files were lost")
 	fs.DurationVar(&f.cfg.PersistAttemptTimeout, "persist-attempt-timeout", f.cfg.PersistAttemptTimeout, "one object store request of a persist that takes longer (plus 1s per MiB it uploads) fails, is counted and logged, and is retried")
@@ -120,6 +123,10 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	f.cfg.MemLimit = int64(f.memLimit)
 	f.cfg.MaxValueSize = int64(f.maxValueSize)
 	f.queryCfg.CacheSize = int64(f.cacheSize)
+	f.queryCfg.PageCacheSize = int64(f.pageCacheSize)
+	if f.pageCacheSize == 0 {
+		f.queryCfg.PageCacheSize = -1 // none (0 is the engine's default)
+	}
 	if f.queryCfg.CacheDir == "" {
 		f.queryCfg.CacheDir = filepath.Join(f.cfg.DataDir, "cache")
 	}
