@@ -250,8 +250,12 @@ func (c *pqColumn) readDict(p *pqPage) error {
 		c.strs = s
 		return nil
 	}
-	c.dict = alignedBytes(n * c.p.width)
-	return c.p.convert(c.dict, p.data, 0, n)
+	d, err := p.converted(&c.p, n)
+	if err != nil {
+		return err
+	}
+	c.dict = d
+	return nil
 }
 
 // nextRun is the next run of at most want rows within one page (the next

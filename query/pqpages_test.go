@@ -4,6 +4,7 @@ package query
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -188,5 +189,46 @@ func samePage(t *testing.T, what string, got, want *pqPage) {
 		got.defLen != want.defLen || got.repLen != want.repLen || !bytes.Equal(got.data, want.data) {
 		t.Fatalf("%s: got a page of kind %d, %d values, %d bytes; want kind %d, %d values, %d bytes",
 			what, got.kind, got.nvals, len(got.data), want.kind, want.nvals, len(want.data))
+	}
+}
+
+// TestPQConvertedDictionary: a cached dictionary page converts its values
+// once per conversion and gives every reader those bytes; a page read
+// without the cache converts each time; each conversion's values are
+// pqColPlan.convert's.
+func TestPQConvertedDictionary(t *testing.T) {
+	var raw []byte
+	for i := range 1000 {
+		raw = binary.LittleEndian.AppendUint64(raw, uint64(i*7))
+	}
+	read := &pqPage{kind: pqDictPage, data: raw, nvals: 1000, enc: parquet.Encodings.Plain}
+	copyPlan := pqColPlan{kind: pqCopy, width: 8}
+	scalePlan := pqColPlan{kind: pqScale, width: 8, mul: 1000}
+	for _, pg := range []*pqPage{read, read.kept()} {
+		var firsts [][]byte
+		for _, plan := range []*pqColPlan{&copyPlan, &scalePlan} {
+			a, err := pg.converted(plan, pg.nvals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := pg.converted(plan, pg.nvals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := alignedBytes(pg.nvals * plan.width)
+			if err := plan.convert(want, raw, 0, pg.nvals); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, want) || !bytes.Equal(b, want) {
+				t.Fatalf("cached %v, conversion %d: values differ from convert's", pg.cached, plan.kind)
+			}
+			if same := &a[0] == &b[0]; same != pg.cached {
+				t.Fatalf("cached %v, conversion %d: converted again %v", pg.cached, plan.kind, !same)
+			}
+			firsts = append(firsts, a)
+		}
+		if bytes.Equal(firsts[0], firsts[1]) {
+			t.Fatal("two conversions gave the same values: the test cannot tell them apart")
+		}
 	}
 }

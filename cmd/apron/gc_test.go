@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"runtime/debug"
 	"testing"
 
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/query"
 )
 
 func TestGCMemoryLimitFlag(t *testing.T) {
@@ -51,5 +53,34 @@ func TestSetMemoryLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "5GiB")
 	if got := setMemoryLimit(gcMemoryLimit{auto: true}, false, 2<<30); got != "5GiB" {
 		t.Errorf("with GOMEMLIMIT and no flag: %s, want the environment's 5GiB", got)
+	}
+}
+
+// TestPageCacheSizeFlag: --page-cache-size and APRON_PAGE_CACHE_SIZE reach
+// the query engine; 0 turns the cache off (the engine's 0 is its default).
+func TestPageCacheSizeFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  string
+		want int64
+	}{
+		{nil, "", query.DefaultPageCacheSize},
+		{[]string{"--page-cache-size", "256MiB"}, "", 256 << 20},
+		{[]string{"--page-cache-size", "0"}, "", -1},
+		{nil, "1GiB", 1 << 30},
+		{[]string{"--page-cache-size", "8MiB"}, "1GiB", 8 << 20},
+	} {
+		t.Setenv("APRON_PAGE_CACHE_SIZE", c.env)
+		if c.env == "" {
+			os.Unsetenv("APRON_PAGE_CACHE_SIZE")
+		}
+		args := append([]string{"--without-auth", "--data-dir", t.TempDir()}, c.args...)
+		f, err := parseServeFlags(args)
+		if err != nil {
+			t.Fatalf("%q, env %q: %v", c.args, c.env, err)
+		}
+		if f.queryCfg.PageCacheSize != c.want {
+			t.Fatalf("%q, env %q: page cache size %d, want %d", c.args, c.env, f.queryCfg.PageCacheSize, c.want)
+		}
 	}
 }
