@@ -337,13 +337,18 @@ func BenchmarkSQLSelective(b *testing.B) {
 // benchLatency runs sql per times per op through Flight SQL and reports
 // its p50 and p99 and the rows of a query.
 func benchLatency(b *testing.B, addr, sql string, per int) {
+	benchLatencyOf(b, addr, func(int) string { return sql }, per)
+}
+
+// benchLatencyOf is benchLatency of the statements sql(0), sql(1), …
+func benchLatencyOf(b *testing.B, addr string, sql func(i int) string, per int) {
 	c := sqlClient(b, addr, nil)
 	var lat []time.Duration
 	var rows int64
 	for b.Loop() {
 		for range per {
 			start := time.Now()
-			r, err := flightSQLQuery(context.Background(), c, sql)
+			r, err := flightSQLQuery(context.Background(), c, sql(len(lat)))
 			n, _, _ := drainArrow(b, r, err)
 			lat = append(lat, time.Since(start))
 			rows += n

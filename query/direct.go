@@ -203,6 +203,7 @@ type directReader struct {
 	files  []persist.File
 	file   *fileReader
 	filter *directFilter // nil: every row
+	pq     *directFiles  // the persisted files of a filtered scan (direct_files.go)
 	cur    arrow.RecordBatch
 	err    error
 	onDone func()
@@ -253,9 +254,16 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	}
 	r.files = e.persistedFiles(view, key, bounds)
 	if r.filter != nil && len(r.files) > 0 {
-		// A persisted file to read: DuckDB's reader narrows it to pages.
-		r.finish()
-		return nil, false
+		// Read through the scan DuckDB would call, which narrows row
+		// groups to pages (direct_files.go).
+		pq, err := e.newDirectFiles(ctx, g.bind, d.cols, r.filter, bounds, r.files)
+		if err != nil {
+			e.log.Warn("a filtered direct scan of persisted files runs on DuckDB instead", "table", d.table.Database+"."+d.table.Name, "err", err)
+			r.finish()
+			return nil, false
+		}
+		r.pq, r.files = pq, nil
+		e.directFileScans.Add(1)
 	}
 	r.chunks = e.snapshot(view, key, bounds)
 	return r, true
@@ -288,6 +296,10 @@ func (r *directReader) finish() {
 	if r.file != nil {
 		r.file.close()
 		r.file = nil
+	}
+	if r.pq != nil {
+		r.pq.close()
+		r.pq = nil
 	}
 	if r.g != nil {
 		r.g.destroy() // releases the View
@@ -323,6 +335,24 @@ func (r *directReader) Next() bool {
 				continue
 			}
 			c = next
+		case len(r.chunks) == 0 && r.pq != nil:
+			// A batch's worth of the files' rows, filtered as buffered
+			// chunks are.
+			for rows := int64(0); rows < directBatchRows && r.pq != nil; {
+				c, ok, err := r.pq.next()
+				if err != nil {
+					r.err = err
+					break
+				}
+				if !ok {
+					r.pq.close()
+					r.pq = nil
+					break
+				}
+				r.chunks = append(r.chunks, c)
+				rows += c.Rec.NumRows()
+			}
+			continue
 		case len(r.chunks) > 0 && r.filter != nil:
 			rec, err := r.nextFiltered()
 			if err != nil {

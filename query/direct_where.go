@@ -42,9 +42,10 @@ import (
 //     the catalog (a number compared with a string is compared as a
 //     number).
 //
-// Only buffered rows are read this way: when the bounds leave a persisted
-// file to read, DuckDB runs the query (its Parquet reader narrows row
-// groups to pages; the direct reader would decode them whole).
+// Persisted files the bounds leave to read are read through the scan
+// DuckDB would call, which narrows their row groups to the series' pages
+// (pqrange.go, from the page cache: pqpages.go), and filtered the same way
+// (direct_files.go).
 
 // directWhere is the WHERE clause of a filtered direct scan.
 type directWhere struct {

@@ -179,6 +179,7 @@ type Engine struct {
 	rowsSelectedOut atomic.Int64
 	directScans     atomic.Int64 // queries streamed as direct scans
 	directUnprep    atomic.Int64 // of them, streamed without a Prepare (direct_shape.go)
+	directFileScans atomic.Int64 // of them, filtered ones that read persisted files (direct_files.go)
 	plansReused     atomic.Int64 // queries run on a kept plan (plancache.go)
 	metaAnswers     atomic.Int64 // queries answered from metadata alone (metadirect.go)
 	boundsInGo      atomic.Int64 // bounds relative to now() evaluated in Go (nowbounds.go)
@@ -421,10 +422,13 @@ type Stats struct {
 	// DirectUnprepared are the direct scans streamed without preparing
 	// them on DuckDB (direct_shape.go).
 	DirectUnprepared int64
-	PlansReused      int64 // queries run on a plan kept from an earlier one (plancache.go)
-	MetaAnswers      int64 // queries answered from metadata without running DuckDB (metadirect.go)
-	BoundsInGo       int64 // time bounds relative to now() evaluated without DuckDB (nowbounds.go)
-	LastValueUses    int64 // scans fed from a last-value cache (lastvalue.go)
+	// DirectFileScans are the filtered direct scans that read persisted
+	// files themselves (direct_files.go).
+	DirectFileScans int64
+	PlansReused     int64 // queries run on a plan kept from an earlier one (plancache.go)
+	MetaAnswers     int64 // queries answered from metadata without running DuckDB (metadirect.go)
+	BoundsInGo      int64 // time bounds relative to now() evaluated without DuckDB (nowbounds.go)
+	LastValueUses   int64 // scans fed from a last-value cache (lastvalue.go)
 
 	// Persisted files: read, or skipped by time pruning (their
 	// [MinTime, MaxTime], or all their row groups' time statistics).
@@ -465,7 +469,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Open: e.mu.open, Active: len(e.mu.active), Idle: len(e.mu.idle), Max: cap(e.sem),
-		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), DirectUnprepared: e.directUnprep.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), BoundsInGo: e.boundsInGo.Load(), LastValueUses: e.lastValueUses.Load(),
+		Queries: e.queries.Load(), ChunksScanned: e.chunksScanned.Load(), ChunksPruned: e.chunksPruned.Load(), RowsSelectedOut: e.rowsSelectedOut.Load(), DirectScans: e.directScans.Load(), DirectUnprepared: e.directUnprep.Load(), DirectFileScans: e.directFileScans.Load(), PlansReused: e.plansReused.Load(), MetaAnswers: e.metaAnswers.Load(), BoundsInGo: e.boundsInGo.Load(), LastValueUses: e.lastValueUses.Load(),
 		FilesScanned: e.filesScanned.Load(), FilesPruned: e.filesPruned.Load(),
 		RowGroupsScanned: e.rowGroupsScanned.Load(), RowGroupsPruned: e.rowGroupsPruned.Load()}
 	st.ParseHits, st.ParseMisses, st.ParseEntries, st.ParseBytes = e.parses.stats()

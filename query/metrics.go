@@ -36,6 +36,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_parse_cache_misses_total", "Statements parsed by DuckDB.", func(s Stats) float64 { return float64(s.ParseMisses) }),
 		counter("apron_query_shape_cache_hits_total", "Prepares answered from the shape cache.", func(s Stats) float64 { return float64(s.ShapeHits) }),
 		counter("apron_query_shape_cache_misses_total", "Prepares prepared on DuckDB.", func(s Stats) float64 { return float64(s.ShapeMisses) }),
+		counter("apron_query_direct_file_scans_total", "Filtered direct scans (one series, a time range) that read persisted files themselves, without running DuckDB.", func(s Stats) float64 { return float64(s.DirectFileScans) }),
 		counter("apron_query_page_cache_hits_total", "Pages of persisted files a selective query found decompressed in the page cache.", func(s Stats) float64 { return float64(s.PageHits) }),
 		counter("apron_query_page_cache_misses_total", "Pages of persisted files a selective query read and decompressed (then kept in the page cache).", func(s Stats) float64 { return float64(s.PageMisses) }),
 		gauge("apron_query_page_cache_bytes", "Bytes of decompressed pages in the page cache (--page-cache-size).", func(s Stats) float64 { return float64(s.PageBytes) }),

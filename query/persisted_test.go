@@ -271,8 +271,9 @@ func TestPersistWhileQuerying(t *testing.T) {
 	// A direct scan (streamed from the View, not by DuckDB) sees each row
 	// once too.
 	keepQuerying("direct scan while persisting", "SELECT time, host, usage FROM db.cpu", sorted(w.rows), &directs)
-	// So does a filtered one (direct_where.go: streamed while its rows are
-	// buffered, by DuckDB once they are in files), and it keeps only its
+	// So does a filtered one (direct_where.go: streamed from the View while
+	// its rows are buffered, from the files once they are persisted,
+	// direct_files.go), and it keeps only its
 	// rows.
 	since := base + int64(segs/2)*int64(time.Minute)
 	var filtered []string

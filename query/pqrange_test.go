@@ -27,6 +27,9 @@ import (
 // Over segments' files, and over the merged file a compaction makes of
 // four segments' (row groups of up to 1Mi rows).
 //
+// Those of one host run a third time with their bounds as constants the
+// direct scan evaluates, streamed without DuckDB (direct_files.go).
+//
 // Each query runs twice: the second run reads its pages from the page
 // cache (pqpages.go), reads none again, and gives the same rows; an
 // aggregate over every row then keeps no page. Again with a page cache
@@ -123,6 +126,7 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 	files := "read_parquet([" + strings.Join(paths, ", ") + "], union_by_name = true)"
 	last := start + int64(total-1)*step
 	narrowed, skipped, empty := pqGroupsNarrowed.Load(), pqRowsSkipped.Load(), pqGroupsSkipped.Load()
+	directs := 0
 	footerHits, _, _, _ := s.e.footers.stats()
 	statsHits, _, _, _ := s.e.groupStats.stats()
 	for i := range 60 {
@@ -145,10 +149,23 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 		if len(in) == 1 {
 			where = "host = " + in[0]
 		}
+		// The same bounds as constants the direct scan evaluates itself
+		// (direct_where.go), for direct: the query it streams without
+		// DuckDB when it compares one string column.
+		ts := func(ns int64) string {
+			return "'" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.999999999") + "'"
+		}
+		direct := ""
+		if len(in) == 1 {
+			direct = "host = " + in[0]
+		}
 		lo := start + rng.Int64N(last-start)
 		where += fmt.Sprintf(" AND time >= make_timestamp_ns(%d)", lo)
+		direct += " AND time >= " + ts(lo)
 		if rng.IntN(2) == 0 {
-			where += fmt.Sprintf(" AND time < make_timestamp_ns(%d)", lo+rng.Int64N(int64(2*time.Hour)))
+			hi := lo + rng.Int64N(int64(2*time.Hour))
+			where += fmt.Sprintf(" AND time < make_timestamp_ns(%d)", hi)
+			direct += " AND time < " + ts(hi)
 		}
 		cols := "time, host, v, n, ok, note"
 		if rng.IntN(3) == 0 {
@@ -156,6 +173,7 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 		}
 		// The buffered rows are not in the files: leave them out.
 		where += fmt.Sprintf(" AND time <= make_timestamp_ns(%d)", last)
+		direct += " AND time <= " + ts(last)
 		got := sorted(s.query("SELECT "+cols+" FROM db.t WHERE "+where, ""))
 		exp := sorted(ref.query("SELECT " + cols + " FROM " + files + " WHERE " + where))
 		equalRows(t, fmt.Sprintf("query %d: %s", i, where), got, exp)
@@ -164,6 +182,16 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 		equalRows(t, fmt.Sprintf("query %d again: %s", i, where), again, exp)
 		if st := s.e.Stats(); pageCache == 0 && st.PageMisses != missed {
 			t.Fatalf("query %d again: %d pages read again (%d in the page cache, %d bytes)", i, st.PageMisses-missed, st.PageEntries, st.PageBytes)
+		}
+		if len(in) == 1 {
+			scans := s.e.Stats().DirectFileScans
+			got := sorted(s.query("SELECT "+cols+" FROM db.t WHERE "+direct, ""))
+			exp := sorted(ref.query("SELECT " + cols + " FROM " + files + " WHERE " + direct))
+			equalRows(t, fmt.Sprintf("query %d, direct: %s", i, direct), got, exp)
+			if s.e.Stats().DirectFileScans != scans+1 {
+				t.Fatalf("query %d, direct: %s: not a direct scan of the files", i, direct)
+			}
+			directs++
 		}
 		if t.Failed() {
 			return
@@ -201,5 +229,8 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 	if hits, _, entries, _ := s.e.groupStats.stats(); hits == statsHits || entries != len(paths) {
 		t.Fatalf("row group statistics cache: %d hits over 60 queries, %d entries for %d files; want hits, one entry a file", hits-statsHits, entries, len(paths))
 	}
-	t.Logf("%d row groups narrowed, %d rows left unread", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped)
+	t.Logf("%d row groups narrowed, %d rows left unread; %d queries streamed by the direct scan", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped, directs)
+	if directs < 20 {
+		t.Fatalf("%d queries streamed by the direct scan; the test wants more", directs)
+	}
 }

@@ -231,6 +231,10 @@ func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow
 	ctx := compute.WithAllocator(context.Background(), mem)
 	out := make([]arrow.Array, 0, len(cols))
 	for _, c := range cols {
+		if t := takeBinary(mem, c, sel); t != nil {
+			out = append(out, t)
+			continue
+		}
 		t, err := compute.TakeArray(ctx, c, indices)
 		if err != nil {
 			for _, o := range out {
@@ -241,4 +245,50 @@ func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// takeBinary is the rows sel of a string or binary column, nil for a
+// column of another type. arrow-go's Take of such columns (v18.8.0)
+// writes past the buffer it sized for the values when their lengths
+// vary (a panic, "slice bounds out of range", on strings exported by
+// DuckDB from a persisted file: direct_files.go); this copies the values
+// into a buffer sized for them first.
+func takeBinary(mem memory.Allocator, c arrow.Array, sel []int32) arrow.Array {
+	switch a := c.(type) {
+	case *array.String:
+		size := 0
+		for _, r := range sel {
+			size += a.ValueLen(int(r))
+		}
+		b := array.NewStringBuilder(mem)
+		defer b.Release()
+		b.Reserve(len(sel))
+		b.ReserveData(size)
+		for _, r := range sel {
+			if a.IsNull(int(r)) {
+				b.AppendNull()
+			} else {
+				b.Append(a.Value(int(r)))
+			}
+		}
+		return b.NewArray()
+	case *array.Binary:
+		size := 0
+		for _, r := range sel {
+			size += a.ValueLen(int(r))
+		}
+		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+		defer b.Release()
+		b.Reserve(len(sel))
+		b.ReserveData(size)
+		for _, r := range sel {
+			if a.IsNull(int(r)) {
+				b.AppendNull()
+			} else {
+				b.Append(a.Value(int(r)))
+			}
+		}
+		return b.NewArray()
+	}
+	return nil
 }
