@@ -254,6 +254,12 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	}
 	r.files = e.persistedFiles(view, key, bounds)
 	if r.filter != nil && len(r.files) > 0 {
+		if !leadEqual(d.table, r.filter.equals) {
+			// The files' row groups cannot be narrowed to a series:
+			// DuckDB's threads read them whole, in parallel.
+			r.finish()
+			return nil, false
+		}
 		// Read through the scan DuckDB would call, which narrows row
 		// groups to pages (direct_files.go).
 		pq, err := e.newDirectFiles(ctx, g.bind, d.cols, r.filter, bounds, r.files)

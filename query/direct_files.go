@@ -13,6 +13,7 @@ import (
 	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/persist"
 )
 
@@ -28,6 +29,26 @@ import (
 // run: the Prepare of a text not seen before (a dashboard's query of
 // another series), the transaction, the pipeline its worker thread
 // picks up (most of a small query's p99 on a busy machine).
+
+// Only when the WHERE pins the files' first sort column (the table's first
+// string column: persist sorts a file by its string columns in table
+// order, then time) to a value: each row group is then narrowed to that
+// series' run. Any other filter would have the direct scan decode whole
+// row groups on one thread, and convert every row to Arrow before
+// filtering, where DuckDB's threads read them in parallel and filter
+// them as vectors.
+
+// leadEqual says whether equals (lower-cased column → values) pins t's
+// first string column.
+func leadEqual(t *catalog.Table, equals map[string][]string) bool {
+	for _, c := range t.Columns {
+		if c.Type.ID() == arrow.STRING {
+			_, ok := equals[strings.ToLower(c.Name)]
+			return ok
+		}
+	}
+	return false
+}
 
 // directFiles reads the persisted files of a filtered direct scan.
 type directFiles struct {
