@@ -264,7 +264,7 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 		// groups to pages (direct_files.go).
 		pq, err := e.newDirectFiles(ctx, g.bind, d.cols, r.filter, bounds, r.files)
 		if err != nil {
-			e.log.Warn("a filtered direct scan of persisted files runs on DuckDB instead", "table", d.table.Database+"."+d.table.Name, "err", err)
+			e.log.Debug("a filtered direct scan of persisted files runs on DuckDB instead", "table", d.table.Database+"."+d.table.Name, "err", err)
 			r.finish()
 			return nil, false
 		}
