@@ -46,3 +46,31 @@ func (s *encodeSlots) do(fn func() error) error {
 	defer func() { <-s.ch }()
 	return fn()
 }
+
+// doSpread is do for work that can spread over goroutines, at most max:
+// fn is told how many it may use. Unbound, max. Bound, the slot it holds
+// and whichever others are free now, taken without waiting (a slot
+// held while waiting for another could deadlock two such callers) and
+// given back when fn returns.
+func (s *encodeSlots) doSpread(max int, fn func(workers int) error) error {
+	if s == nil || (s.bound != nil && !s.bound()) {
+		return fn(max)
+	}
+	s.ch <- struct{}{}
+	n := 1
+	defer func() {
+		for range n {
+			<-s.ch
+		}
+	}()
+	for n < max {
+		select {
+		case s.ch <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	return fn(n)
+}

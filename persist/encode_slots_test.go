@@ -48,7 +48,28 @@ func TestEncodeSlots(t *testing.T) {
 		t.Fatalf("the slots were asked for %d times, want %d", n, files*6)
 	}
 
+	// Work that spreads: bound, over the free slots and its own; unbound,
+	// over max.
+	spread := func(s *encodeSlots) int {
+		n := 0
+		if err := s.doSpread(8, func(w int) error { n = w; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := spread(s); n != 1 {
+		t.Fatalf("spread over %d goroutines with 1 slot, want 1", n)
+	}
+	three := newEncodeSlots(3, func() bool { return bound.Load() })
+	three.ch <- struct{}{} // one taken elsewhere
+	if n := spread(three); n != 2 || len(three.ch) != 1 {
+		t.Fatalf("spread over %d goroutines with 2 of 3 slots free, want 2; %d slots held after, want 1", n, len(three.ch))
+	}
+	<-three.ch
 	bound.Store(false)
+	if n := spread(three); n != 8 {
+		t.Fatalf("spread over %d goroutines unbound, want 8", n)
+	}
 	s.ch <- struct{}{}
 	defer func() { <-s.ch }()
 	ran := false

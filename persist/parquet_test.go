@@ -120,11 +120,11 @@ func TestPermutationWidths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.release()
-	small := src.sortedPermutation()
+	small := src.sortedPermutation(3)
 	if small.small == nil || small.shift != 7 { // chunkRows 100: 7 bits a row
 		t.Fatalf("permutation of %d chunks of at most 100 rows: shift %d, 4-byte %v", len(chunks), small.shift, small.small != nil)
 	}
-	large := permutation{large: sortRows[uint64](src, 32), shift: 32}
+	large := permutation{large: sortRows[uint64](src, 32, 1), shift: 32}
 	got := small.expand(0, small.len(), nil)
 	want := large.expand(0, large.len(), nil)
 	if !slices.Equal(got, want) {
