@@ -256,39 +256,36 @@ func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow
 func takeBinary(mem memory.Allocator, c arrow.Array, sel []int32) arrow.Array {
 	switch a := c.(type) {
 	case *array.String:
-		size := 0
-		for _, r := range sel {
-			size += a.ValueLen(int(r))
-		}
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		b.Reserve(len(sel))
-		b.ReserveData(size)
-		for _, r := range sel {
-			if a.IsNull(int(r)) {
-				b.AppendNull()
-			} else {
-				b.Append(a.Value(int(r)))
-			}
-		}
-		return b.NewArray()
+		return takeValues(array.NewStringBuilder(mem), a, sel, a.ValueLen, a.Value)
 	case *array.Binary:
-		size := 0
-		for _, r := range sel {
-			size += a.ValueLen(int(r))
-		}
-		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-		defer b.Release()
-		b.Reserve(len(sel))
-		b.ReserveData(size)
-		for _, r := range sel {
-			if a.IsNull(int(r)) {
-				b.AppendNull()
-			} else {
-				b.Append(a.Value(int(r)))
-			}
-		}
-		return b.NewArray()
+		return takeValues(array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary), a, sel, a.ValueLen, a.Value)
 	}
 	return nil
+}
+
+// valuesBuilder is a builder of variable-length values of type V.
+type valuesBuilder[V any] interface {
+	array.Builder
+	ReserveData(int)
+	Append(V)
+}
+
+// takeValues builds the rows sel of a with b (which it releases): their
+// values' bytes reserved first.
+func takeValues[V any, B valuesBuilder[V]](b B, a arrow.Array, sel []int32, size func(int) int, value func(int) V) arrow.Array {
+	defer b.Release()
+	n := 0
+	for _, r := range sel {
+		n += size(int(r))
+	}
+	b.Reserve(len(sel))
+	b.ReserveData(n)
+	for _, r := range sel {
+		if a.IsNull(int(r)) {
+			b.AppendNull()
+		} else {
+			b.Append(value(int(r)))
+		}
+	}
+	return b.NewArray()
 }
