@@ -39,12 +39,7 @@ func newEncodeSlots(n int, bound func() bool) *encodeSlots {
 // do runs fn, holding a slot if the encoding is bound now. A nil
 // *encodeSlots runs fn at once.
 func (s *encodeSlots) do(fn func() error) error {
-	if s == nil || (s.bound != nil && !s.bound()) {
-		return fn()
-	}
-	s.ch <- struct{}{}
-	defer func() { <-s.ch }()
-	return fn()
+	return s.doSpread(1, func(int) error { return fn() })
 }
 
 // doSpread is do for work that can spread over goroutines, at most max:
