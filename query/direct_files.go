@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -66,28 +67,18 @@ var errDirectFilesTypes = errors.New("query: the Arrow export of a persisted col
 
 // newDirectFiles reads files, the persisted files of a table (bind's)
 // within bounds, projected on cols and the columns f compares.
-func (e *Engine) newDirectFiles(ctx context.Context, bind *bindData, cols []int, f *directFilter, bounds timeBounds, files []persist.File) (_ *directFiles, err error) {
+func (e *Engine) newDirectFiles(ctx context.Context, bind *bindData, cols []int, f *directFilter, bounds timeBounds, files []persist.File) (*directFiles, error) {
 	proj := append([]int(nil), cols...)
 	need := []string{buffer.TimeColumn}
 	for col := range f.equals {
 		need = append(need, col)
 	}
 	for _, name := range need {
-		tc := -1
-		for i, fl := range bind.fields {
-			if strings.EqualFold(fl.Name, name) {
-				tc = i
-				break
-			}
-		}
+		tc := slices.IndexFunc(bind.fields, func(f arrow.Field) bool { return strings.EqualFold(f.Name, name) })
 		if tc < 0 {
 			return nil, fmt.Errorf("%w: no column %q", errDirectFilesTypes, name)
 		}
-		there := false
-		for _, c := range proj {
-			there = there || c == tc
-		}
-		if !there {
+		if !slices.Contains(proj, tc) {
 			proj = append(proj, tc)
 		}
 	}

@@ -145,12 +145,16 @@ func TestFilteredDirectScan(t *testing.T) {
 // TestFilteredDirectScanPersisted: once the rows a filtered scan wants are
 // in a persisted file, the direct scan reads it too (direct_files.go),
 // filtering its rows as DuckDB would, when its WHERE pins the files' first
-// sort column (else DuckDB runs it); with the file outside its bounds, it
+// sort column (else, a time range or the second sort column alone, DuckDB
+// runs it); with the file outside its bounds, it
 // reads the buffer only. Columns the WHERE compares that the query does
 // not select are read for the filter and left out of the result.
 func TestFilteredDirectScanPersisted(t *testing.T) {
 	s := newStoreEnv(t, objstore.NewMemory(), Config{})
 	s.write("db", "m", batch(s.mem, col{"time", tsNs, []any{base, base + 1, base + 2}}, col{"s", arrow.BinaryTypes.String, []any{"x", "y", "x"}}))
+	// Two string columns: files are sorted by s, then u.
+	s.write("db", "m2", batch(s.mem, col{"time", tsNs, []any{base, base + 1, base + 2, base + 3}},
+		col{"s", arrow.BinaryTypes.String, []any{"x", "y", "x", "y"}}, col{"u", arrow.BinaryTypes.String, []any{"a", "a", "b", "b"}}))
 	s.roll()
 	s.waitReleased(t, 1)
 	s.write("db", "m", batch(s.mem, col{"time", tsNs, []any{base + 10, base + 11}}, col{"s", arrow.BinaryTypes.String, []any{"x", "y"}}))
@@ -176,6 +180,9 @@ func TestFilteredDirectScanPersisted(t *testing.T) {
 		{"SELECT time, s FROM db.m WHERE s = 'z'", true, true},
 		// No series to narrow the file's row groups to: DuckDB reads it.
 		{"SELECT * FROM db.m WHERE time > " + ts(base) + " AND time < " + ts(base+11), false, false},
+		// Nor with only the second sort column pinned.
+		{"SELECT * FROM db.m2 WHERE u = 'a'", false, false},
+		{"SELECT * FROM db.m2 WHERE u = 'a' AND s = 'x'", true, true},
 	} {
 		st := s.e.Stats()
 		got := run(c.sql)

@@ -23,6 +23,10 @@ type footerKey struct {
 	crc  uint32
 }
 
+// fileKey is f's key in the caches of what was decoded of persisted
+// files (footers, statistics, pages).
+func fileKey(f persist.File) footerKey { return footerKey{path: f.Path, size: f.Size, crc: f.CRC32C} }
+
 const (
 	// defaultFooterCacheBytes bounds the cached footers, by
 	// footerCostFactor times their size in the file: the decoded
@@ -37,7 +41,7 @@ const (
 // on each call), and Apron's files are not encrypted (an encrypted footer
 // is not kept).
 func (e *Engine) openFooter(path string, f persist.File) (*file.Reader, error) {
-	key := footerKey{path: f.Path, size: f.Size, crc: f.CRC32C}
+	key := fileKey(f)
 	opts := []file.ReadOption{file.WithReadProps(e.parquetReadProps())}
 	if md, ok := e.footers.get(key); ok {
 		opts = append(opts, file.WithMetadata(md))
@@ -55,7 +59,7 @@ func (e *Engine) openFooter(path string, f persist.File) (*file.Reader, error) {
 // groupStatsOf returns the row group statistics of f, whose footer is md,
 // decoded by an earlier query when it can.
 func (e *Engine) groupStatsOf(f persist.File, md *metadata.FileMetaData) *groupStats {
-	key := footerKey{path: f.Path, size: f.Size, crc: f.CRC32C}
+	key := fileKey(f)
 	if gs, ok := e.groupStats.get(key); ok {
 		return gs
 	}

@@ -241,16 +241,22 @@ func (p *pqPager) seek(locs []*metadata.PageLocation, i int) error {
 	if err := pr.SeekToPageWithRow(locs[i].FirstRowIndex); err != nil {
 		return err
 	}
+	p.pending, err = dataPage(pr, locs[i].FirstRowIndex)
+	return err
+}
+
+// dataPage is the page pr holds, which the offset index says is the data
+// page starting at row.
+func dataPage(pr file.PageReader, row int64) (*pqPage, error) {
 	raw := pr.Page()
 	if raw == nil {
-		return fmt.Errorf("%w: no page at row %d", errCorrupt, locs[i].FirstRowIndex)
+		return nil, fmt.Errorf("%w: no page at row %d", errCorrupt, row)
 	}
 	pg, ok := pageOf(raw)
 	if !ok || pg.kind == pqDictPage {
-		return fmt.Errorf("%w: the offset index points at no data page for row %d", errCorrupt, locs[i].FirstRowIndex)
+		return nil, fmt.Errorf("%w: the offset index points at no data page for row %d", errCorrupt, row)
 	}
-	p.pending = pg
-	return nil
+	return pg, nil
 }
 
 // nextPage returns the next page; false at the end of the chunk.
@@ -287,13 +293,9 @@ func (p *pqPager) nextPage() (*pqPage, bool, error) {
 	} else if err := pr.SeekToPageWithRow(p.locs[p.next].FirstRowIndex); err != nil {
 		return nil, false, err
 	}
-	raw := pr.Page()
-	if raw == nil {
-		return nil, false, fmt.Errorf("%w: no page at row %d", errCorrupt, p.locs[p.next].FirstRowIndex)
-	}
-	pg, ok := pageOf(raw)
-	if !ok || pg.kind == pqDictPage {
-		return nil, false, fmt.Errorf("%w: the offset index points at no data page for row %d", errCorrupt, p.locs[p.next].FirstRowIndex)
+	pg, err := dataPage(pr, p.locs[p.next].FirstRowIndex)
+	if err != nil {
+		return nil, false, err
 	}
 	p.after = p.next + 1
 	p.next++

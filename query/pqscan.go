@@ -111,8 +111,7 @@ func (g *scanGlobal) openNative(p *parquetFile) (first pqUnit, ok bool) {
 
 // pager reads column leaf of u's row group, rg, through the page cache.
 func (u pqUnit) pager(rg *file.RowGroupReader, leaf int) *pqPager {
-	f := u.f.p.f
-	return newPQPager(rg, leaf, u.f.pages, pqPageKey{file: footerKey{path: f.Path, size: f.Size, crc: f.CRC32C}, rg: int32(u.rg)})
+	return newPQPager(rg, leaf, u.f.pages, pqPageKey{file: fileKey(u.f.p.f), rg: int32(u.rg)})
 }
 
 // pqGroup is a scan thread's row group being read natively.

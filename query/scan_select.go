@@ -249,10 +249,13 @@ func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow
 
 // takeBinary is the rows sel of a string or binary column, nil for a
 // column of another type. arrow-go's Take of such columns (v18.8.0)
-// writes past the buffer it sized for the values when their lengths
-// vary (a panic, "slice bounds out of range", on strings exported by
-// DuckDB from a persisted file: direct_files.go); this copies the values
-// into a buffer sized for them first.
+// checks the room left for values against the capacity of the slice its
+// allocator returned but copies within the slice's length, and the
+// direct scan's buffer.Recycler returns a power-of-two buffer cut to the
+// length asked: values were cut short without a word, then Take panicked
+// ("slice bounds out of range"; first met on strings of persisted files,
+// direct_files.go, but buffered binary columns took the same path). This
+// copies the values into a buffer sized for them first.
 func takeBinary(mem memory.Allocator, c arrow.Array, sel []int32) arrow.Array {
 	switch a := c.(type) {
 	case *array.String:

@@ -10,14 +10,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/buffer"
 )
 
 // TestTakeColumnsStrings: takeColumns of string and binary columns of
-// values of very different lengths, with NULLs, gives the selected rows
-// (takeBinary, not arrow-go's Take: see there), in the allocator given.
+// values of very different lengths, with NULLs, through a buffer.Recycler
+// (what the direct scan takes rows with), gives the selected rows
+// (takeBinary, not arrow-go's Take: see there), all of each value.
 func TestTakeColumnsStrings(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
+	checked := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer checked.AssertSize(t, 0)
+	mem := buffer.NewRecycler(checked)
+	defer mem.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 3000
 	sb := array.NewStringBuilder(mem)
