@@ -118,6 +118,8 @@ func batch(mem memory.Allocator, cols ...col) arrow.RecordBatch {
 				fb.Append(v.(float64))
 			case *array.StringBuilder:
 				fb.Append(v.(string))
+			case *array.BinaryBuilder:
+				fb.Append(v.([]byte))
 			case *array.BooleanBuilder:
 				fb.Append(v.(bool))
 			default:
