@@ -51,6 +51,10 @@ type Config struct {
 	// PersistConcurrency is how many Parquet files are written and uploaded
 	// at once (--persist-concurrency).
 	PersistConcurrency int
+	// Cores is the most goroutines Parquet encoding (persists and
+	// compactions together) takes at once, one fewer while writes come in
+	// and memory is plentiful (persist.Config.Cores); 0 means GOMAXPROCS.
+	Cores int
 	// ReleasePersisted drops a segment from memory once it is persisted;
 	// readers then find its rows in the store (see View). When false,
 	// persisted segments stay in memory (and count against MemLimit), but

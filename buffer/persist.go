@@ -72,7 +72,7 @@ func (b *WriteBuffer) openStore() error {
 		return nil
 	}
 	st, err := persist.Open(persist.Config{Objects: b.cfg.Store, DataDir: b.cfg.DataDir, Logger: b.log, Retry: b.startupRetry,
-		CreateTemp: b.cfg.PersistCreateTemp, BoundEncoding: b.boundEncoding, FS: b.cfg.WALFS, FullOrphanScan: b.cfg.FullOrphanScan})
+		CreateTemp: b.cfg.PersistCreateTemp, BoundEncoding: b.boundEncoding, Cores: b.cfg.Cores, FS: b.cfg.WALFS, FullOrphanScan: b.cfg.FullOrphanScan})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package persist
 
-import "runtime"
+import (
+	"runtime"
+	"sync"
+	"time"
+)
 
 // Encoding Parquet (sorting, gathering sorted rows, encoding and
 // compressing pages) is the one CPU-bound thing the server does for long
@@ -13,59 +17,114 @@ import "runtime"
 // the encoding bound to one core, 7.7-8.2 ms.
 //
 // encodeSlots bounds the goroutines doing that work at once, across every
-// file of the Store, to one fewer than the machine's cores (at least
-// one), so that a core is left to writes and queries, but only while
-// Config.BoundEncoding says so: the buffer asks for it while writes come
-// in and memory is plentiful, and lets persistence take every core when
-// the buffer fills (bound to one core a persist takes about twice as
-// long, and the memory it frees comes back later). Work holds a slot only
-// while it computes, never while it waits on another step of the
-// pipeline, so the bound cannot deadlock.
+// file of the Store. While Config.BoundEncoding says so (the buffer asks
+// for it while writes come in and memory is plentiful) that is one fewer
+// than the cores (at least one), so that a core is left to writes and
+// queries. Otherwise it is the cores, not more: bound to one core a
+// persist takes about twice as long, and when the buffer fills the memory
+// it frees is what lets writes go on, but it still never takes every P
+// when the server runs with one P more than its cores (apron serve does:
+// cmd/apron/maxprocs.go). A write's goroutines then always find a P, and
+// wait for the kernel's scheduler, whose time slices are a few ms, rather
+// than for the Go scheduler's preemption, 10 ms a goroutine and several
+// goroutines an ack. One pyarrow writer of 1,000-row batches (~1M rows/s)
+// while a 16.7M-row segment persisted with 1.2 GiB buffered (2 cores,
+// four runs each): ack p99 16.4-34.0 ms, max 80-104, with every P taken;
+// 8.0-8.3 ms with this alone; 5.9-7.1 with the bound also kept to three
+// quarters of the buffer's limit (buffer/persist_pace.go).
+//
+// Work holds a slot only while it computes, never while it waits on
+// another step of the pipeline, so the bound cannot deadlock.
 type encodeSlots struct {
-	ch    chan struct{}
-	bound func() bool // nil: always
+	bounded, full int         // slots while bound, and otherwise
+	bound         func() bool // nil: always
+	mu            sync.Mutex
+	held          int
+	freed         chan struct{} // closed when a slot is given back; nil: no one waits
 }
 
-// defaultEncodeSlots is one fewer than the cores, at least one.
-func defaultEncodeSlots() int { return max(1, runtime.NumCPU()-1) }
+// limitRecheck is how often a step waiting for a slot looks at the limit
+// again: it rises when the encoding stops being bound, and no slot is
+// given back to say so.
+const limitRecheck = 20 * time.Millisecond
 
-func newEncodeSlots(n int, bound func() bool) *encodeSlots {
-	if n <= 0 {
-		n = defaultEncodeSlots()
+// newEncodeSlots bounds encoding to bounded goroutines while bound says
+// so, and to full otherwise; 0 for full is the cores (GOMAXPROCS), 0 for
+// bounded one fewer than full, at least one.
+func newEncodeSlots(bounded, full int, bound func() bool) *encodeSlots {
+	if full <= 0 {
+		full = runtime.GOMAXPROCS(0)
 	}
-	return &encodeSlots{ch: make(chan struct{}, n), bound: bound}
+	if bounded <= 0 {
+		bounded = max(1, full-1)
+	}
+	return &encodeSlots{bounded: bounded, full: max(full, bounded), bound: bound}
 }
 
-// do runs fn, holding a slot if the encoding is bound now. A nil
-// *encodeSlots runs fn at once.
+func (s *encodeSlots) limit() int {
+	if s.bound == nil || s.bound() {
+		return s.bounded
+	}
+	return s.full
+}
+
+// take takes a slot, waiting for one if wait; it says whether it took one.
+func (s *encodeSlots) take(wait bool) bool {
+	for {
+		s.mu.Lock()
+		if s.held < s.limit() {
+			s.held++
+			s.mu.Unlock()
+			return true
+		}
+		if !wait {
+			s.mu.Unlock()
+			return false
+		}
+		if s.freed == nil {
+			s.freed = make(chan struct{})
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		t := time.NewTimer(limitRecheck)
+		select {
+		case <-freed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// give gives back n slots.
+func (s *encodeSlots) give(n int) {
+	s.mu.Lock()
+	s.held -= n
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
+	}
+	s.mu.Unlock()
+}
+
+// do runs fn, holding a slot. A nil *encodeSlots runs fn at once.
 func (s *encodeSlots) do(fn func() error) error {
 	return s.doSpread(1, func(int) error { return fn() })
 }
 
 // doSpread is do for work that can spread over goroutines, at most max:
-// fn is told how many it may use. Unbound, max. Bound, the slot it holds
-// and whichever others are free now, taken without waiting (a slot
-// held while waiting for another could deadlock two such callers) and
-// given back when fn returns.
+// fn is told how many it may use: the slot it holds and whichever others
+// are free now, taken without waiting (a slot held while waiting for
+// another could deadlock two such callers) and given back when fn
+// returns.
 func (s *encodeSlots) doSpread(max int, fn func(workers int) error) error {
-	if s == nil || (s.bound != nil && !s.bound()) {
+	if s == nil {
 		return fn(max)
 	}
-	s.ch <- struct{}{}
+	s.take(true)
 	n := 1
-	defer func() {
-		for range n {
-			<-s.ch
-		}
-	}()
-	for n < max {
-		select {
-		case s.ch <- struct{}{}:
-			n++
-			continue
-		default:
-		}
-		break
+	defer func() { s.give(n) }()
+	for n < max && s.take(false) {
+		n++
 	}
 	return fn(n)
 }

@@ -68,8 +68,12 @@ type Config struct {
 	CreateTemp func(dir, pattern string) (TempHandle, error)
 	// EncodeSlots is how many goroutines encode Parquet at once across
 	// every persist and compaction while BoundEncoding says so
-	// (encode_slots.go); 0 means one fewer than the cores, at least one.
+	// (encode_slots.go); 0 means one fewer than Cores, at least one.
 	EncodeSlots int
+	// Cores is how many goroutines encode Parquet at once otherwise: the
+	// cores the server computes on, which may be fewer than GOMAXPROCS
+	// (encode_slots.go says why); 0 means GOMAXPROCS.
+	Cores int
 	// BoundEncoding says whether the encoding is bound to EncodeSlots
 	// now; nil: always.
 	BoundEncoding func() bool
@@ -117,7 +121,7 @@ func Open(cfg Config) (*Store, error) {
 		cfg.FS = wal.OSFS()
 	}
 	s := &Store{objects: cfg.Objects, log: cfg.Logger, retry: cfg.Retry, createTempFn: cfg.CreateTemp,
-		slots: newEncodeSlots(cfg.EncodeSlots, cfg.BoundEncoding), fullOrphanScan: cfg.FullOrphanScan}
+		slots: newEncodeSlots(cfg.EncodeSlots, cfg.Cores, cfg.BoundEncoding), fullOrphanScan: cfg.FullOrphanScan}
 	id, err := writerID(cfg.DataDir)
 	if err != nil {
 		return nil, err
