@@ -10,9 +10,8 @@ import (
 )
 
 // TestBoundEncoding: Parquet encoding is bound while writes arrive and
-// the buffer holds less than three quarters of MemLimit (past half, so
-// with a rolled-over segment waiting and the next one filling, too), and
-// takes every core past that, or when no write arrives.
+// the buffer holds less than half of MemLimit, and takes every core past
+// that, or when no write arrives.
 func TestBoundEncoding(t *testing.T) {
 	cfg := testConfig(t, memory.NewGoAllocator())
 	cfg.MemLimit = 4 << 20
@@ -25,10 +24,10 @@ func TestBoundEncoding(t *testing.T) {
 		}
 		return n
 	}
-	// Writes of a few KiB each until the buffer holds past half, then past
-	// three quarters of the limit; boundEncoding is asked after each.
-	var sawHalf, sawThreeQuarters bool
-	for n := 0; used() < cfg.MemLimit/4*3+cfg.MemLimit/16; n++ {
+	// Writes of a few KiB each until the buffer holds past half the limit;
+	// boundEncoding is asked after each.
+	var sawUnder, sawOver bool
+	for n := 0; used() < cfg.MemLimit/2+cfg.MemLimit/8; n++ {
 		rec := makeRecord(memory.NewGoAllocator(), cpuSchema, genRows(t0.UnixNano()+int64(n)*10000, 200, 1))
 		_, err := b.Write(context.Background(), "db", "cpu", rec, catalog.WriteOptions{})
 		rec.Release()
@@ -36,17 +35,14 @@ func TestBoundEncoding(t *testing.T) {
 			t.Fatalf("write %d, %d bytes buffered: %v", n, used(), err)
 		}
 		u, bound := used(), b.boundEncoding()
-		switch {
-		case u < cfg.MemLimit/4*3 && !bound:
-			t.Fatalf("%d of %d bytes buffered, writes arriving: encoding not bound", u, cfg.MemLimit)
-		case u >= cfg.MemLimit/4*3 && bound:
-			t.Fatalf("%d of %d bytes buffered: encoding still bound past three quarters", u, cfg.MemLimit)
+		if want := u < cfg.MemLimit/2; bound != want {
+			t.Fatalf("%d of %d bytes buffered, writes arriving: encoding bound %v, want %v", u, cfg.MemLimit, bound, want)
 		}
-		sawHalf = sawHalf || (u > cfg.MemLimit/2 && u < cfg.MemLimit/4*3)
-		sawThreeQuarters = sawThreeQuarters || u >= cfg.MemLimit/4*3
+		sawUnder = sawUnder || u < cfg.MemLimit/2
+		sawOver = sawOver || u >= cfg.MemLimit/2
 	}
-	if !sawHalf || !sawThreeQuarters {
-		t.Fatalf("the writes never held between half and three quarters (%v) or past three quarters (%v) of the limit", sawHalf, sawThreeQuarters)
+	if !sawUnder || !sawOver {
+		t.Fatalf("the writes never held under (%v) or past (%v) half the limit", sawUnder, sawOver)
 	}
 	b.lastWrite.Store(0) // no write for a while
 	if b.boundEncoding() {

@@ -29,9 +29,10 @@ import (
 // than for the Go scheduler's preemption, 10 ms a goroutine and several
 // goroutines an ack. One pyarrow writer of 1,000-row batches (~1M rows/s)
 // while a 16.7M-row segment persisted with 1.2 GiB buffered (2 cores,
-// four runs each): ack p99 16.4-34.0 ms, max 80-104, with every P taken;
-// 8.0-8.3 ms with this alone; 5.9-7.1 with the bound also kept to three
-// quarters of the buffer's limit (buffer/persist_pace.go).
+// two to four runs each): ack p99 16.4-34.0 ms, max 80-104, with every P
+// taken; 8.0-8.3 ms now. In the peer benchmark (bench/peer), one writer
+// while 5M rows persist: p99 22.2 and 34.0 ms before, 8.6 now; 16
+// writers: 66.8 and 68.5 ms before, 33.9 now.
 //
 // Work holds a slot only while it computes, never while it waits on
 // another step of the pipeline, so the bound cannot deadlock.
