@@ -26,8 +26,14 @@ type Config struct {
 	// MemLimit bounds the bytes buffered in memory, open and closed
 	// segments together. The open segment rolls over at half of it, so that
 	// a closed segment can be persisted while the next one fills; writes
-	// past it are refused with ErrBufferFull.
+	// past it wait for room up to FullWait while closed segments are being
+	// persisted, and are refused with ErrBufferFull after that, or at once
+	// when memory is not coming back (full_wait.go).
 	MemLimit int64
+	// FullWait is how long a write waits for room at MemLimit while closed
+	// segments are being persisted (--buffer-full-wait); 0 refuses it at
+	// once.
+	FullWait time.Duration
 	// WALSync says whether a write waits for fsync of its WAL record.
 	WALSync wal.SyncMode
 	// WALMoveCorrupt moves aside a WAL file with a bad record in its middle
@@ -128,6 +134,7 @@ func DefaultConfig() Config {
 		DataDir:         "./apron-data",
 		SegmentDuration: time.Hour,
 		MemLimit:        2 << 30,
+		FullWait:        time.Minute,
 		WALSync:         wal.SyncFsync,
 		WALRemovePace:   wal.DefaultRemovePace,
 		Limits:          catalog.DefaultLimits(),

@@ -15,6 +15,9 @@ type metrics struct {
 	writeTime  prometheus.Histogram
 	rollovers  prometheus.Counter
 
+	fullWaits       prometheus.Counter
+	fullWaitSeconds prometheus.Counter
+
 	persistedSegments prometheus.Counter
 	persistedRows     prometheus.Counter
 	persistedBytes    prometheus.Counter
@@ -127,7 +130,13 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 	m.compactionPaced = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "apron_compaction_paced_seconds_total", Help: "Time compactions held back to leave the CPU to writes (--compaction-cpu-share).",
 	})
-	m.collectors = []prometheus.Collector{m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
+	m.fullWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_buffer_full_waits_total", Help: "Writes that found the buffer at --buffer-mem-limit while segments were being persisted and waited for room (--buffer-full-wait).",
+	})
+	m.fullWaitSeconds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_buffer_full_wait_seconds_total", Help: "Time writes waited for room in a full buffer.",
+	})
+	m.collectors = []prometheus.Collector{m.fullWaits, m.fullWaitSeconds, m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
 		m.compactionBytesOut, m.compactionTime, m.compactionPaced, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
 		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
 		m.filesDeleted, m.bytesDeleted, unlisted}

@@ -823,6 +823,7 @@ func (b *WriteBuffer) dropSegment(seg *Segment) {
 	dropped := len(b.mu.closed) < n && !b.mu.released
 	if dropped {
 		b.markStaleLocked()
+		b.roomLocked()
 	}
 	b.mu.Unlock()
 	if dropped {

@@ -64,6 +64,9 @@ type WriteBuffer struct {
 		// released: Close has let go of the segments; View states list
 		// none from then on.
 		released bool
+		// room is closed when memory leaves the buffer, for the writes
+		// waiting for it (full_wait.go); nil when none waits.
+		room chan struct{}
 	}
 	// viewState is what View takes; viewGen mirrors its generation.
 	viewState atomic.Pointer[viewState]
@@ -308,10 +311,10 @@ func (p *PendingWrite) wait() (WriteResult, error) {
 // finishes the write. An error means nothing changed. A stream of batches
 // submits the next batch while the previous one's fsync runs: its records
 // share fsyncs, and decoding overlaps the disk.
-func (b *WriteBuffer) Submit(_ context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
+func (b *WriteBuffer) Submit(ctx context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
 	start := time.Now()
 	b.lastWrite.Store(start.UnixNano())
-	p, err := b.submit(db, table, rec, opts)
+	p, err := b.submitWaiting(ctx, start, db, table, rec, opts)
 	if err != nil {
 		b.metrics.observeWrite(WriteResult{}, err, time.Since(start))
 		return nil, err

@@ -113,7 +113,9 @@
 // Each step is retried on any error with exponential backoff (from
 // PersistRetryMin to PersistRetryMax, equal jitter), forever, logging every
 // failure with its attempt count; Close stops it. Writes to the open segment
-// never wait for persistence. While persistence fails, closed segments stay
+// never wait for persistence, unless the buffer is at MemLimit while
+// closed segments are being persisted: then they wait for room, up to
+// FullWait (buffer/full_wait.go). While persistence fails, closed segments stay
 // in memory, until MemLimit refuses writes with ErrBufferFull, whose message
 // carries the last persist error. (All of this is the buffer's: see
 // buffer/doc.go.)

@@ -1,0 +1,153 @@
+package buffer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/objstore"
+)
+
+// parquetGateStore holds every upload of a Parquet file until open is
+// closed.
+type parquetGateStore struct {
+	objstore.Store
+	open      chan struct{}
+	closeOnce sync.Once
+}
+
+func (s *parquetGateStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
+	if strings.HasSuffix(name, ".parquet") {
+		select {
+		case <-s.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Store.Put(ctx, name, data, size, opts)
+}
+
+func (s *parquetGateStore) release() { s.closeOnce.Do(func() { close(s.open) }) }
+
+// fillUntilWaiting writes 500-row batches from a goroutine until one
+// waits for room (or fails); it returns a function that stops the writes
+// and returns their rows and the first error.
+func fillUntilWaiting(t *testing.T, b *WriteBuffer, ctx context.Context) func() ([]row, error) {
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var acked []row
+	var werr error
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rows := genRows(t0.UnixNano()+int64(i)*1000, 500, 1)
+			rec := makeRecord(memory.NewGoAllocator(), cpuSchema, rows)
+			_, err := b.Write(ctx, "db", "cpu", rec, catalog.WriteOptions{})
+			rec.Release()
+			if err != nil {
+				werr = err
+				return
+			}
+			acked = append(acked, rows...)
+		}
+	}()
+	waitFor(t, "a write waiting for room", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		return testutil.ToFloat64(b.metrics.fullWaits) > 0
+	})
+	return func() ([]row, error) {
+		close(stop)
+		<-done
+		return acked, werr
+	}
+}
+
+// TestWriteWaitsForRoom: a write that finds the buffer full while closed
+// segments are being persisted waits for their memory and is then taken,
+// with every row acknowledged there once; past --buffer-full-wait, or
+// when its context ends, it is refused as before, saying why.
+func TestWriteWaitsForRoom(t *testing.T) {
+	t.Run("taken once room comes", func(t *testing.T) {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		defer mem.AssertSize(t, 0)
+		store := &parquetGateStore{Store: objstore.NewMemory(), open: make(chan struct{})}
+		defer store.release()
+		cfg := persistConfig(t, mem, store)
+		cfg.MemLimit = 1 << 20
+		cfg.ReleasePersisted = true
+		cfg.FullWait = time.Minute
+		b := openBuffer(t, cfg)
+		finish := fillUntilWaiting(t, b, context.Background())
+		if n := testutil.ToFloat64(b.metrics.writes.WithLabelValues("full")); n != 0 {
+			t.Fatalf("%v writes refused while persistence was only slow", n)
+		}
+		store.release() // persistence goes on: the waiting write is taken
+		waitFor(t, "writes after the wait", func() bool {
+			return testutil.ToFloat64(b.metrics.rows) > 0 && testutil.ToFloat64(b.metrics.fullWaitSeconds) > 0
+		})
+		acked, err := finish()
+		if err != nil {
+			t.Fatalf("a write failed: %v", err)
+		}
+		waitAllPersisted(t, b)
+		assertRows(t, viewRows(t, b, "cpu"), acked)
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	for _, c := range []struct {
+		name     string
+		fullWait time.Duration
+		cancel   bool
+	}{
+		{"refused past --buffer-full-wait", 200 * time.Millisecond, false},
+		{"refused when its context ends", time.Hour, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			store := &parquetGateStore{Store: objstore.NewMemory(), open: make(chan struct{})}
+			defer store.release()
+			cfg := persistConfig(t, mem, store)
+			cfg.MemLimit = 1 << 20
+			cfg.ReleasePersisted = true
+			cfg.FullWait = c.fullWait
+			b := openBuffer(t, cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			finish := fillUntilWaiting(t, b, ctx)
+			if c.cancel {
+				cancel()
+			}
+			acked, err := finish()
+			if !errors.Is(err, ErrBufferFull) || !strings.Contains(err.Error(), "being persisted") {
+				t.Fatalf("after %d rows: %v, want ErrBufferFull saying segments are being persisted", len(acked), err)
+			}
+			store.release()
+			waitAllPersisted(t, b)
+			assertRows(t, viewRows(t, b, "cpu"), acked)
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
