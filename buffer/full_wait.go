@@ -33,9 +33,11 @@ const roomRecheck = 100 * time.Millisecond
 
 // roomComingLocked says whether memory will come back without anyone
 // doing anything: closed segments are being persisted, persisted ones
-// leave memory, and nothing else holds it.
+// leave memory, and nothing else holds it. Not once a shutdown has begun
+// (FinishPersist): the persister starts no other segment, and a write
+// waiting would only hold the shutdown up.
 func (b *WriteBuffer) roomComingLocked() bool {
-	if b.persist.store == nil || !b.cfg.ReleasePersisted || b.mu.closing || b.replaceHoldLocked() != "" {
+	if b.persist.store == nil || !b.cfg.ReleasePersisted || b.mu.closing || b.draining() || b.replaceHoldLocked() != "" {
 		return false
 	}
 	if err, _ := b.PersistError(); err != nil {

@@ -117,10 +117,12 @@ func TestWriteWaitsForRoom(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		fullWait time.Duration
-		cancel   bool
+		cancel   bool // the write's context ends
+		shutdown bool // a shutdown begins (FinishPersist)
 	}{
-		{"refused past --buffer-full-wait", 200 * time.Millisecond, false},
-		{"refused when its context ends", time.Hour, true},
+		{"refused past --buffer-full-wait", 200 * time.Millisecond, false, false},
+		{"refused when its context ends", time.Hour, true, false},
+		{"refused when a shutdown begins", time.Hour, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -131,6 +133,9 @@ func TestWriteWaitsForRoom(t *testing.T) {
 			cfg.MemLimit = 1 << 20
 			cfg.ReleasePersisted = true
 			cfg.FullWait = c.fullWait
+			// The held upload never times out: only what the case does
+			// ends the wait.
+			cfg.PersistAttemptTimeout = time.Hour
 			b := openBuffer(t, cfg)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -138,11 +143,45 @@ func TestWriteWaitsForRoom(t *testing.T) {
 			if c.cancel {
 				cancel()
 			}
-			acked, err := finish()
-			if !errors.Is(err, ErrBufferFull) || !strings.Contains(err.Error(), "being persisted") {
-				t.Fatalf("after %d rows: %v, want ErrBufferFull saying segments are being persisted", len(acked), err)
+			finished := make(chan error, 1)
+			if c.shutdown {
+				go func() { finished <- b.FinishPersist(context.Background()) }()
+			}
+			type result struct {
+				acked []row
+				err   error
+			}
+			ended := make(chan result, 1)
+			go func() {
+				acked, err := finish()
+				ended <- result{acked, err}
+			}()
+			var acked []row
+			var err error
+			select {
+			case r := <-ended:
+				acked, err = r.acked, r.err
+			case <-time.After(20 * time.Second):
+				store.release()
+				t.Fatal("the waiting write was not refused within 20 s (it waits for its --buffer-full-wait of an hour)")
+			}
+			if !errors.Is(err, ErrBufferFull) {
+				t.Fatalf("after %d rows: %v, want ErrBufferFull", len(acked), err)
 			}
 			store.release()
+			if c.shutdown {
+				// The persist in progress finishes, the others wait for the
+				// next start: every acknowledged row is there after it.
+				if err := <-finished; err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+				b = openBuffer(t, cfg)
+			} else if !strings.Contains(err.Error(), "being persisted") {
+				t.Fatalf("%v: the error does not say that segments are being persisted", err)
+			}
 			waitAllPersisted(t, b)
 			assertRows(t, viewRows(t, b, "cpu"), acked)
 			if err := b.Close(); err != nil {
