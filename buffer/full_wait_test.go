@@ -37,6 +37,20 @@ func (s *parquetGateStore) Put(ctx context.Context, name string, data io.Reader,
 
 func (s *parquetGateStore) release() { s.closeOnce.Do(func() { close(s.open) }) }
 
+// gatedConfig is a 1 MiB buffer persisting to a store that holds every
+// Parquet upload until released, whose writes wait for room up to
+// fullWait. The held upload never times out: only what a test does ends
+// a wait.
+func gatedConfig(t *testing.T, mem memory.Allocator, fullWait time.Duration) (*parquetGateStore, Config) {
+	store := &parquetGateStore{Store: objstore.NewMemory(), open: make(chan struct{})}
+	cfg := persistConfig(t, mem, store)
+	cfg.MemLimit = 1 << 20
+	cfg.ReleasePersisted = true
+	cfg.FullWait = fullWait
+	cfg.PersistAttemptTimeout = time.Hour
+	return store, cfg
+}
+
 // fillUntilWaiting writes 500-row batches from a goroutine until one
 // waits for room (or fails); it returns a function that stops the writes
 // and returns their rows and the first error.
@@ -88,12 +102,8 @@ func TestWriteWaitsForRoom(t *testing.T) {
 	t.Run("taken once room comes", func(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 		defer mem.AssertSize(t, 0)
-		store := &parquetGateStore{Store: objstore.NewMemory(), open: make(chan struct{})}
+		store, cfg := gatedConfig(t, mem, time.Minute)
 		defer store.release()
-		cfg := persistConfig(t, mem, store)
-		cfg.MemLimit = 1 << 20
-		cfg.ReleasePersisted = true
-		cfg.FullWait = time.Minute
 		b := openBuffer(t, cfg)
 		finish := fillUntilWaiting(t, b, context.Background())
 		if n := testutil.ToFloat64(b.metrics.writes.WithLabelValues("full")); n != 0 {
@@ -127,15 +137,8 @@ func TestWriteWaitsForRoom(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 			defer mem.AssertSize(t, 0)
-			store := &parquetGateStore{Store: objstore.NewMemory(), open: make(chan struct{})}
+			store, cfg := gatedConfig(t, mem, c.fullWait)
 			defer store.release()
-			cfg := persistConfig(t, mem, store)
-			cfg.MemLimit = 1 << 20
-			cfg.ReleasePersisted = true
-			cfg.FullWait = c.fullWait
-			// The held upload never times out: only what the case does
-			// ends the wait.
-			cfg.PersistAttemptTimeout = time.Hour
 			b := openBuffer(t, cfg)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
