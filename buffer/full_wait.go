@@ -25,7 +25,8 @@ import (
 //
 // The wait happens before the write is decoded into the buffer's form or
 // takes the buffer's lock; a write waiting holds only its batch, as
-// received.
+// received (one woken with others that finds the room taken is decoded
+// again on its next try).
 
 // roomRecheck is how often a waiting write looks again without being
 // woken: persistence may start failing, the buffer may close.
