@@ -42,6 +42,9 @@ type server struct {
 	gogc  string // the GC target in force, for the ready line
 	// gcMemLimit is the soft memory limit in force, for the ready line.
 	gcMemLimit string
+	// procs is GOMAXPROCS as set at startup, for the ready line: by then
+	// the query engine may have raised it for a while (query/procs.go).
+	procs int
 	life       *lifecycle
 	closers    closers
 
@@ -102,7 +105,7 @@ func newServer(ctx context.Context, f *serveFlags, log *slog.Logger) (*server, e
 		"wal_sync", f.walSync, "retention", f.retention, "segment_duration", f.cfg.SegmentDuration, "buffer_mem_limit", f.cfg.MemLimit, "buffer_off_heap", f.offHeap,
 		"query_memory_limit", f.queryCfg.MemoryLimit, "query_threads", f.queryCfg.Threads, "max_concurrent_queries", f.queryCfg.MaxConcurrent,
 		"query_timeout", f.queryCfg.Timeout, "query_idle_timeout", f.sqlCfg.QueryIdleTimeout, "slow_query_threshold", f.sqlCfg.SlowQueryThreshold, "max_value_size", f.cfg.MaxValueSize,
-		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gc_memory_limit", s.gcMemLimit, "gc_min_heap", int64(f.gcMinHeap), "cores", f.cfg.Cores, "gomaxprocs", runtime.GOMAXPROCS(0), "gomaxprocs_while_querying", runtime.GOMAXPROCS(0)+f.queryCfg.ExtraProcs,
+		"object_store", st.describe(s.store), "cache_dir", f.queryCfg.CacheDir, "gogc", s.gogc, "gc_memory_limit", s.gcMemLimit, "gc_min_heap", int64(f.gcMinHeap), "cores", f.cfg.Cores, "gomaxprocs", s.procs, "gomaxprocs_while_querying", s.procs+f.queryCfg.ExtraProcs,
 		"authentication", s.verifier != nil, "tls", s.certs != nil, "mtls", f.tls.clientCA != "", "startup", time.Since(s.start).Round(time.Millisecond))
 	for _, name := range readyServices {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
@@ -126,6 +129,7 @@ func (s *server) setupRuntime(context.Context) error {
 	}
 	s.gcMemLimit = setMemoryLimit(s.f.gcMemLimit, s.f.gcMemLimitGiven, s.f.cfg.MemLimit)
 	s.f.cfg.Cores = raiseProcs()
+	s.procs = runtime.GOMAXPROCS(0)
 	s.f.queryCfg.ExtraProcs = queryExtraProcs(s.f.queryCfg.Threads, s.f.cfg.Cores)
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
