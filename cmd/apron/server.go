@@ -44,9 +44,9 @@ type server struct {
 	gcMemLimit string
 	// procs is GOMAXPROCS as set at startup, for the ready line: by then
 	// the query engine may have raised it for a while (query/procs.go).
-	procs int
-	life       *lifecycle
-	closers    closers
+	procs   int
+	life    *lifecycle
+	closers closers
 
 	certs        *tlsReloader
 	grpcOpts     []grpc.ServerOption // of both gRPC servers: TLS
