@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
 )
 
 // A write that finds the buffer at MemLimit while closed segments are
@@ -56,8 +57,10 @@ func (b *WriteBuffer) roomComingLocked() bool {
 // it is not full, deadline passes, or ctx ends. The write then goes on
 // either way: still full, it is refused as it would have been
 // (fullErrorLocked). A write that waits is counted once, as it begins:
-// counted says whether it was.
-func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, counted *bool) {
+// counted says whether it was. Before waiting it calls reserve; false
+// (too many bytes waiting already) returns false at once: the write is
+// not to wait again.
+func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, counted *bool, reserve func() bool) bool {
 	waited := false
 	began := time.Now()
 	defer func() {
@@ -69,7 +72,7 @@ func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, count
 		b.mu.Lock()
 		if b.bufferedLocked() < b.cfg.MemLimit || !b.roomComingLocked() {
 			b.mu.Unlock()
-			return
+			return true
 		}
 		if b.mu.room == nil {
 			b.mu.room = make(chan struct{})
@@ -78,7 +81,10 @@ func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, count
 		b.mu.Unlock()
 		wait := min(time.Until(deadline), roomRecheck)
 		if wait <= 0 || ctx.Err() != nil {
-			return
+			return true
+		}
+		if !reserve() {
+			return false
 		}
 		waited = true
 		if !*counted {
@@ -106,8 +112,27 @@ func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, ta
 	}
 	deadline := start.Add(b.cfg.FullWait)
 	counted := false
+	// The batches waiting are memory outside the buffer's accounting:
+	// past waitingBytesLimit, a write is refused at once as before, so
+	// that clients cannot pile up batches (up to 256 MiB each) by
+	// waiting. A write reserves its batch's bytes as it begins to wait.
+	var reserved int64
+	defer func() { b.waitingBytes.Add(-reserved) }()
+	reserve := func() bool {
+		if reserved == 0 {
+			size := max(persist.RecordBytes(rec), 1)
+			if b.waitingBytes.Add(size) > b.waitingBytesLimit() {
+				b.waitingBytes.Add(-size)
+				return false
+			}
+			reserved = size
+		}
+		return true
+	}
 	for {
-		b.waitForRoom(ctx, deadline, &counted)
+		if !b.waitForRoom(ctx, deadline, &counted, reserve) {
+			return b.submit(db, table, rec, opts)
+		}
 		p, err := b.submit(db, table, rec, opts)
 		if !errors.Is(err, ErrBufferFull) || ctx.Err() != nil || !time.Now().Before(deadline) {
 			return p, err
@@ -120,6 +145,10 @@ func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, ta
 		}
 	}
 }
+
+// waitingBytesLimit bounds the batches of the writes waiting for room:
+// an eighth of MemLimit (256 MiB of the default 2 GiB), at least 16 MiB.
+func (b *WriteBuffer) waitingBytesLimit() int64 { return max(b.cfg.MemLimit/8, 16<<20) }
 
 // roomLocked wakes the writes waiting for room: memory left the buffer.
 func (b *WriteBuffer) roomLocked() {

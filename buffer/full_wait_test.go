@@ -96,8 +96,9 @@ func fillUntilWaiting(t *testing.T, b *WriteBuffer, ctx context.Context) func() 
 
 // TestWriteWaitsForRoom: a write that finds the buffer full while closed
 // segments are being persisted waits for their memory and is then taken,
-// with every row acknowledged there once; past --buffer-full-wait, or
-// when its context ends, it is refused as before, saying why.
+// with every row acknowledged there once; past --buffer-full-wait, when
+// its context ends, when a shutdown begins, or when the batches waiting
+// would pass their bound, it is refused as before, saying why.
 func TestWriteWaitsForRoom(t *testing.T) {
 	t.Run("taken once room comes", func(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -108,6 +109,23 @@ func TestWriteWaitsForRoom(t *testing.T) {
 		finish := fillUntilWaiting(t, b, context.Background())
 		if n := testutil.ToFloat64(b.metrics.writes.WithLabelValues("full")); n != 0 {
 			t.Fatalf("%v writes refused while persistence was only slow", n)
+		}
+		// A batch that would take the bytes waiting past their bound is
+		// refused at once: it does not wait (nor count as waiting).
+		host := strings.Repeat("h", 20<<10)
+		big := genRows(t0.UnixNano()-1e12, 1000, 1)
+		for i := range big {
+			big[i].Host = &host
+		}
+		rec := makeRecord(memory.NewGoAllocator(), cpuSchema, big)
+		waits := testutil.ToFloat64(b.metrics.fullWaits)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := b.Write(ctx, "db", "cpu", rec, catalog.WriteOptions{})
+		cancel()
+		rec.Release()
+		if !errors.Is(err, ErrBufferFull) || testutil.ToFloat64(b.metrics.fullWaits) != waits {
+			t.Fatalf("a 20 MiB batch with 16 MiB allowed to wait: %v, %v writes waited (want ErrBufferFull at once, %v)",
+				err, testutil.ToFloat64(b.metrics.fullWaits), waits)
 		}
 		store.release() // persistence goes on: the waiting write is taken
 		waitFor(t, "writes after the wait", func() bool {

@@ -77,6 +77,9 @@ type WriteBuffer struct {
 	// lastWrite is when the last write was submitted (UnixNano): a
 	// compaction gives way while writes arrive (compact_pace.go).
 	lastWrite atomic.Int64
+	// waitingBytes are the batches of the writes waiting for room
+	// (full_wait.go).
+	waitingBytes atomic.Int64
 	// published is closed, and replaced, each time a View state is
 	// published (under mu): what waits for a segment to leave memory
 	// waits on it (rewrite.go).
