@@ -34,8 +34,8 @@ import (
 const roomRecheck = 100 * time.Millisecond
 
 // roomComingLocked says whether memory will come back without anyone
-// doing anything: closed segments are being persisted, persisted ones
-// leave memory, and nothing else holds it. Not once a shutdown has begun
+// doing anything: closed segments are being persisted or leaving memory,
+// and nothing else holds it. Not once a shutdown has begun
 // (FinishPersist): the persister starts no other segment, and a write
 // waiting would only hold the shutdown up.
 func (b *WriteBuffer) roomComingLocked() bool {
@@ -45,12 +45,10 @@ func (b *WriteBuffer) roomComingLocked() bool {
 	if err, _ := b.PersistError(); err != nil {
 		return false
 	}
-	for _, s := range b.mu.closed {
-		if !s.persisted {
-			return true
-		}
-	}
-	return false
+	// Being persisted, or persisted and about to leave memory: a persisted
+	// segment is dropped once its WAL file is removed, in paced steps
+	// that take seconds for a large one (persistSegment).
+	return len(b.mu.closed) > 0
 }
 
 // waitForRoom waits, while the buffer is full and room is coming, until
