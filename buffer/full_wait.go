@@ -131,14 +131,13 @@ func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, ta
 		if !b.waitForRoom(ctx, deadline, &counted, reserve) {
 			return b.submit(db, table, rec, opts)
 		}
-		p, err := b.submit(db, table, rec, opts)
-		if !errors.Is(err, ErrBufferFull) || ctx.Err() != nil || !time.Now().Before(deadline) {
-			return p, err
-		}
+		// Whether room was coming before this try: a write refused because
+		// a replace held the memory (which the refusal sheds) stays refused.
 		b.mu.Lock()
 		coming := b.roomComingLocked()
 		b.mu.Unlock()
-		if !coming {
+		p, err := b.submit(db, table, rec, opts)
+		if !errors.Is(err, ErrBufferFull) || !coming || ctx.Err() != nil || !time.Now().Before(deadline) {
 			return p, err
 		}
 	}
