@@ -105,9 +105,7 @@ func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, count
 // the write began.
 func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, table string, rec arrow.RecordBatch,
 	opts catalog.WriteOptions) (*PendingWrite, error) {
-	// The write path of a buffer with room takes no more locks than it
-	// did: a glance at the published sizes, no lock.
-	if used, ok := b.bufferedNow(); b.cfg.FullWait <= 0 || !ok || used < b.cfg.MemLimit {
+	if b.cfg.FullWait <= 0 {
 		return b.submit(db, table, rec, opts)
 	}
 	deadline := start.Add(b.cfg.FullWait)

@@ -19,20 +19,13 @@ func (b *WriteBuffer) boundEncoding() bool {
 	if !b.writesActive() {
 		return false
 	}
-	used, ok := b.bufferedNow()
-	return !ok || used < b.cfg.MemLimit/2
-}
-
-// bufferedNow is bufferedLocked without the lock: the segments of the
-// published View state, their sizes atomic; false before there is one.
-func (b *WriteBuffer) bufferedNow() (int64, bool) {
 	st := b.viewState.Load()
 	if st == nil {
-		return 0, false
+		return true
 	}
 	used := b.lvc.bytes.Load()
 	for _, s := range st.segs {
 		used += s.size.Load()
 	}
-	return used, true
+	return used < b.cfg.MemLimit/2
 }
