@@ -24,10 +24,12 @@ import (
 // failing, a replace holding segments, persisted segments kept) a write
 // is refused at once, as before, with the reason.
 //
-// The wait happens before the write is decoded into the buffer's form or
-// takes the buffer's lock; a write waiting holds only its batch, as
-// received (one woken with others that finds the room taken is decoded
-// again on its next try).
+// A write with room takes the buffer's lock once, as before: the first
+// try is a plain submit, which says as it refuses whether room is coming
+// (decided under the lock it holds already; a lock-free look at the sizes
+// first raced with the writes beside it and refused some). A write that
+// waits holds only its batch, as received: its decoded form is let go
+// with the refusal, and made again at each try.
 
 // roomRecheck is how often a waiting write looks again without being
 // woken: persistence may start failing, the buffer may close.
@@ -52,12 +54,10 @@ func (b *WriteBuffer) roomComingLocked() bool {
 }
 
 // waitForRoom waits, while the buffer is full and room is coming, until
-// it is not full, deadline passes, or ctx ends. The write then goes on
-// either way: still full, it is refused as it would have been
-// (fullErrorLocked). A write that waits is counted once, as it begins:
-// counted says whether it was. Before waiting it calls reserve; false
-// (too many bytes waiting already) returns false at once: the write is
-// not to wait again.
+// it is not full, deadline passes, or ctx ends; the write then tries
+// again. A write that waits is counted once, as it begins: counted says
+// whether it was. Before waiting it calls reserve; false (too many bytes
+// waiting already) returns false at once: the write is not to wait.
 func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, counted *bool, reserve func() bool) bool {
 	waited := false
 	began := time.Now()
@@ -99,14 +99,15 @@ func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, count
 	}
 }
 
-// submitWaiting is submit, after waiting for room (waitForRoom) if the
-// buffer is full. Several writes woken by the same room may find it taken
-// by the first ones: those wait again, until FullWait has passed since
-// the write began.
+// submitWaiting is submit, tried again after waiting for room
+// (waitForRoom) while it is refused at MemLimit with room coming. Several
+// writes woken by the same room may find it taken by the first ones:
+// those wait again, until FullWait has passed since the write began.
 func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, table string, rec arrow.RecordBatch,
 	opts catalog.WriteOptions) (*PendingWrite, error) {
-	if b.cfg.FullWait <= 0 {
-		return b.submit(db, table, rec, opts)
+	p, coming, err := b.submit(db, table, rec, opts)
+	if !coming || b.cfg.FullWait <= 0 || !errors.Is(err, ErrBufferFull) {
+		return p, err
 	}
 	deadline := start.Add(b.cfg.FullWait)
 	counted := false
@@ -127,20 +128,16 @@ func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, ta
 		}
 		return true
 	}
-	for {
+	for ctx.Err() == nil && time.Now().Before(deadline) {
 		if !b.waitForRoom(ctx, deadline, &counted, reserve) {
-			return b.submit(db, table, rec, opts)
+			break
 		}
-		// Whether room was coming before this try: a write refused because
-		// a replace held the memory (which the refusal sheds) stays refused.
-		b.mu.Lock()
-		coming := b.roomComingLocked()
-		b.mu.Unlock()
-		p, err := b.submit(db, table, rec, opts)
-		if !errors.Is(err, ErrBufferFull) || !coming || ctx.Err() != nil || !time.Now().Before(deadline) {
+		p, coming, err = b.submit(db, table, rec, opts)
+		if !coming || !errors.Is(err, ErrBufferFull) {
 			return p, err
 		}
 	}
+	return nil, err
 }
 
 // waitingBytesLimit bounds the batches of the writes waiting for room:

@@ -326,11 +326,14 @@ func (b *WriteBuffer) Submit(ctx context.Context, db, table string, rec arrow.Re
 	return p, nil
 }
 
-func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
+// submit is Submit's one try. A write refused at MemLimit (ErrBufferFull)
+// also says whether memory was coming back as it was refused
+// (roomComingLocked, under the same lock): whether waiting can help.
+func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (_ *PendingWrite, roomComing bool, _ error) {
 	now := b.cfg.Now()
 	nb, err := normalize(rec, now, b.mem, fromClient, b.cfg.MaxValueSize)
 	if err != nil {
-		return nil, fmt.Errorf("database %q table %q: %w", db, table, err)
+		return nil, false, fmt.Errorf("database %q table %q: %w", db, table, err)
 	}
 	keep := false
 	defer func() {
@@ -340,7 +343,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	}()
 	enc, err := encodeBatch(nb.rec)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer func() {
 		if !keep {
@@ -352,27 +355,30 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.mu.closing {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	if err := b.mu.w.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrWAL, err)
+		return nil, false, fmt.Errorf("%w: %w", ErrWAL, err)
 	}
 	ch, err := b.cat.PlanWrite(db, table, nb.rec.Schema(), opts)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if used := b.bufferedLocked(); used >= b.cfg.MemLimit {
+		// Whether room comes is decided before the refusal sheds a
+		// replace: the write that sheds it stays refused.
+		coming := b.roomComingLocked()
 		err := b.fullErrorLocked(used)
 		b.shedReplacesLocked(err)
-		return nil, err
+		return nil, coming, err
 	}
 	if err := b.maybeRollLocked(now); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	seq := b.mu.seq + 1
 	payload, err := enc.payload(db, table, seq, rows)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	walPending := b.mu.w.Append(payload...)
 	b.mu.seq = seq
@@ -384,10 +390,10 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 		// A catalog change is applied only once its record is durable, and
 		// under mu, so that the next write plans against it.
 		if err := walPending.Wait(); err != nil {
-			return nil, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, db, table, err)
+			return nil, false, fmt.Errorf("%w: database %q table %q: %w", ErrWAL, db, table, err)
 		}
 		if err := b.cat.Apply(ch); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		p.durable = true
 	}
@@ -398,7 +404,7 @@ func (b *WriteBuffer) submit(db, table string, rec arrow.RecordBatch, opts catal
 	}
 	seg.inflight.Add(1)
 	keep = true
-	return p, nil
+	return p, false, nil
 }
 
 // bufferedLocked is the bytes held by all segments.
