@@ -500,7 +500,8 @@ func (p permutation) expand(start, end int, buf []uint64) []uint64 {
 
 // sortedPermutation returns every row, sorted: a stable counting sort on the
 // first key (the series' first tag: buckets are series or groups of them),
-// then each bucket sorted by the other keys and time. Rows of a series
+// then each bucket sorted by the other keys and time (bucket_sort.go: as
+// keys made once a row, not compared through the chunks). Rows of a series
 // usually arrive in time order, which pdqsort finds cheaply. The
 // permutation is the largest allocation of a persist, so it is 4 bytes a
 // row when it can be, and the rows are listed once.
@@ -550,10 +551,11 @@ func sortRows[P uint32 | uint64](s *partSource, shift uint, workers int) []P {
 		}
 		return cmp.Compare(a, b)
 	}
+	sorter := newBucketSorter(s, wide, rest)
 	if len(s.keys) == 0 {
 		perm := make([]P, 0, n)
 		each(func(v P) { perm = append(perm, v) })
-		slices.SortFunc(perm, rest)
+		sorter.sort(perm, nil)
 		return perm
 	}
 	// Counting sort on key 0; ranks are dense in [0, distinct), nulls last.
@@ -587,8 +589,9 @@ func sortRows[P uint32 | uint64](s *partSource, shift uint, workers int) []P {
 	var wg sync.WaitGroup
 	for range max(1, workers) {
 		wg.Go(func() {
+			var scratch []bucketKey[P]
 			for b := int(next.Add(1) - 1); b <= distinct; b = int(next.Add(1) - 1) {
-				slices.SortFunc(sorted[starts[b]:starts[b+1]], rest)
+				scratch = sorter.sort(sorted[starts[b]:starts[b+1]], scratch)
 			}
 		})
 	}
