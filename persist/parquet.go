@@ -303,6 +303,8 @@ type partSource struct {
 	// dicts[i] is the file's dictionary of output column i when it is
 	// written dictionary-encoded (values sorted, so an index is a rank).
 	dicts []arrow.Array
+	// fixed[i] is output column i as a *fixedColumn, once gathered.
+	fixed []any
 }
 
 func (s *partSource) release() {
@@ -444,15 +446,6 @@ func validityOf(a arrow.Array) ([]byte, int) {
 		return nil, 0
 	}
 	return a.NullBitmapBytes(), a.Data().Offset()
-}
-
-// isNull says whether row r of a chunk's column is null (a nil column, one
-// the chunk predates, is null throughout).
-func isNull(a arrow.Array, valid []byte, off, r int) bool {
-	if a == nil {
-		return true
-	}
-	return valid != nil && !bitutil.BitIsSet(valid, off+r)
 }
 
 // nullRank sorts nulls (and rows of chunks without the column) last.
@@ -619,7 +612,7 @@ func (s *partSource) gather(perm []uint64, mem memory.Allocator) (arrow.RecordBa
 		if f.Type.ID() == arrow.STRING {
 			k++
 		}
-		a, err := gatherColumn(f.Type, s.cols[i], perm, mem)
+		a, err := s.gatherColumn(i, f.Type, perm, mem)
 		if err != nil {
 			return nil, fmt.Errorf("persist: column %q: %w", f.Name, err)
 		}
@@ -661,28 +654,30 @@ func (s *partSource) gatherDict(k, i int, perm []uint64, mem memory.Allocator) a
 	return array.MakeFromData(d)
 }
 
-func gatherColumn(dt arrow.DataType, srcs []arrow.Array, perm []uint64, mem memory.Allocator) (arrow.Array, error) {
+// gatherColumn builds output column i of the rows perm names.
+func (s *partSource) gatherColumn(i int, dt arrow.DataType, perm []uint64, mem memory.Allocator) (arrow.Array, error) {
+	srcs := s.cols[i]
 	switch dt.ID() {
 	case arrow.INT8:
-		return gatherFixed[int8](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[int8](s, i), perm, mem), nil
 	case arrow.INT16:
-		return gatherFixed[int16](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[int16](s, i), perm, mem), nil
 	case arrow.INT32, arrow.DATE32:
-		return gatherFixed[int32](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[int32](s, i), perm, mem), nil
 	case arrow.INT64, arrow.TIMESTAMP, arrow.DATE64:
-		return gatherFixed[int64](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[int64](s, i), perm, mem), nil
 	case arrow.UINT8:
-		return gatherFixed[uint8](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[uint8](s, i), perm, mem), nil
 	case arrow.UINT16:
-		return gatherFixed[uint16](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[uint16](s, i), perm, mem), nil
 	case arrow.UINT32:
-		return gatherFixed[uint32](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[uint32](s, i), perm, mem), nil
 	case arrow.UINT64:
-		return gatherFixed[uint64](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[uint64](s, i), perm, mem), nil
 	case arrow.FLOAT32:
-		return gatherFixed[float32](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[float32](s, i), perm, mem), nil
 	case arrow.FLOAT64:
-		return gatherFixed[float64](dt, srcs, perm, mem), nil
+		return gatherFixed(dt, fixedColumnOf[float64](s, i), perm, mem), nil
 	case arrow.BOOL:
 		b := array.NewBooleanBuilder(mem)
 		defer b.Release()
@@ -715,29 +710,64 @@ func gatherColumn(dt arrow.DataType, srcs []arrow.Array, perm []uint64, mem memo
 	return nil, fmt.Errorf("no Parquet gather for type %s", dt)
 }
 
+// fixedColumn is a fixed-width column's values and validity in each
+// chunk, looked up once a file rather than once a gathered batch (a
+// segment of GiBs has thousands of chunks).
+type fixedColumn[T fixedWidth] struct {
+	vals  [][]T
+	bits  [][]byte
+	offs  []int
+	nulls bool // some chunk has nulls or lacks the column
+}
+
+// fixedColumnOf is output column i as a fixedColumn, made at its first
+// gather. Only the file's gatherer calls it.
+func fixedColumnOf[T fixedWidth](s *partSource, i int) *fixedColumn[T] {
+	if s.fixed == nil {
+		s.fixed = make([]any, len(s.cols))
+	}
+	if f, ok := s.fixed[i].(*fixedColumn[T]); ok {
+		return f
+	}
+	srcs := s.cols[i]
+	f := &fixedColumn[T]{vals: make([][]T, len(srcs)), bits: make([][]byte, len(srcs)), offs: make([]int, len(srcs))}
+	for c, a := range srcs {
+		if a == nil {
+			f.nulls = true
+			continue
+		}
+		f.vals[c] = valuesOf[T](a)
+		f.bits[c], f.offs[c] = validityOf(a)
+		f.nulls = f.nulls || f.bits[c] != nil
+	}
+	s.fixed[i] = f
+	return f
+}
+
 // gatherFixed copies fixed-width values into one new array.
-func gatherFixed[T fixedWidth](dt arrow.DataType, srcs []arrow.Array, perm []uint64, mem memory.Allocator) arrow.Array {
+func gatherFixed[T fixedWidth](dt arrow.DataType, col *fixedColumn[T], perm []uint64, mem memory.Allocator) arrow.Array {
 	n := len(perm)
 	var zero T
 	width := int(unsafe.Sizeof(zero))
 	data := memory.NewResizableBuffer(mem)
 	data.Resize(n * width)
 	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(data.Bytes()))), n)
-	vals := make([][]T, len(srcs))
-	bits := make([][]byte, len(srcs))
-	offs := make([]int, len(srcs))
-	for c, a := range srcs {
-		if a != nil {
-			vals[c] = valuesOf[T](a)
-			bits[c], offs[c] = validityOf(a)
+	vals := col.vals
+	if !col.nulls {
+		for i, v := range perm {
+			out[i] = vals[v>>32][v&math.MaxUint32]
 		}
+		d := array.NewData(dt, n, []*memory.Buffer{nil, data}, nil, 0, 0)
+		defer d.Release()
+		data.Release()
+		return array.MakeFromData(d)
 	}
 	var valid *memory.Buffer
 	var validBits []byte
 	nulls := 0
 	for i, v := range perm {
 		c, r := v>>32, int(v&math.MaxUint32)
-		if isNull(srcs[c], bits[c], offs[c], r) {
+		if vals[c] == nil || col.bits[c] != nil && !bitutil.BitIsSet(col.bits[c], col.offs[c]+r) {
 			if valid == nil {
 				valid = memory.NewResizableBuffer(mem)
 				valid.Resize(int(bitutil.BytesForBits(int64(n))))
