@@ -312,3 +312,52 @@ func TestFilteredDirectScanUnprepared(t *testing.T) {
 	check("SELECT * FROM db.m WHERE host = 'h1'", "", false)
 	check("SELECT * FROM db.m WHERE host = 'h2'", "", true)
 }
+
+// TestPreparedRunsDirect: a prepared query without parameters runs as its
+// text does: a one-series query of a shape typed before is streamed by a
+// direct scan without a DuckDB Prepare (ADBC Python and JDBC prepare
+// every statement they run), with the schema Prepare answered and
+// DuckDB's rows. It fails when Run prepares every statement in DuckDB.
+func TestPreparedRunsDirect(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	n := 5000
+	times, str := make([]any, n), make([]any, n)
+	for i := range n {
+		times[i] = base + int64(i)*1e6
+		str[i] = fmt.Sprintf("h%d", i%50)
+	}
+	s.write("db", "m", batch(s.mem, col{"time", tsNs, times}, col{"host", arrow.BinaryTypes.String, str}))
+	ctx := context.Background()
+	for i, host := range []string{"h1", "h2", "h3"} {
+		sql := fmt.Sprintf("SELECT time, host FROM db.m WHERE host = '%s'", host)
+		st, err := s.e.Prepare(ctx, sql, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := s.e.Stats()
+		got, gotSchema, err := collect(s.e.Run(ctx, st, nil))
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		after := s.e.Stats()
+		if after.DirectScans != before.DirectScans+1 {
+			t.Fatalf("%s: the prepared statement did not run as a direct scan", sql)
+		}
+		// The shape's first is prepared in DuckDB as it runs, as a text's
+		// is (TestFilteredDirectScanUnprepared); the others are not.
+		if unprepared := after.DirectUnprepared == before.DirectUnprepared+1; unprepared != (i > 0) {
+			t.Fatalf("%s (statement %d of the shape): streamed without a DuckDB Prepare %v", sql, i, unprepared)
+		}
+		if !gotSchema.Equal(st.Schema) {
+			t.Fatalf("%s: streamed schema %s, prepared %s", sql, gotSchema, st.Schema)
+		}
+		want, _, err := collect(s.e.Query(ctx, sql+" AND random() >= 0", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) != n/50 {
+			t.Fatalf("%s: DuckDB answered %d rows, want %d", sql, len(want), n/50)
+		}
+		equalRows(t, sql, sorted(got), sorted(want))
+	}
+}

@@ -354,6 +354,20 @@ func (e *Engine) runRow(ctx context.Context, a *admitted, database string, param
 		return nil, err
 	}
 	e.queries.Add(1)
+	if params == nil {
+		// Without parameters a prepared query runs as its text does
+		// (Query), answered without a DuckDB Prepare where it can be
+		// (directUnprepared): ADBC Python and JDBC prepare every
+		// statement, and a one-series query of a new text through them
+		// was prepared in DuckDB at every DoGet (2.25 ms on the server
+		// against ~0.7 for the same text as a ticket).
+		r, err := e.start(ctx, c, a, database)
+		if err != nil {
+			e.release(c)
+			return nil, err
+		}
+		return r, nil
+	}
 	stmt, err := e.prepareOn(c, a, database)
 	if err != nil {
 		e.release(c)
@@ -365,10 +379,6 @@ func (e *Engine) runRow(ctx context.Context, a *admitted, database string, param
 			e.release(c)
 			return nil, err
 		}
-	} else if r := e.metaDirect(c, &stmt); r != nil {
-		return r, nil
-	} else if r := e.direct(ctx, c, stmt); r != nil {
-		return r, nil
 	}
 	r, err := e.execute(ctx, c, stmt)
 	if err != nil {
