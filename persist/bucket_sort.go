@@ -68,14 +68,8 @@ func newBucketSorter[P uint32 | uint64](s *partSource, wide func(P) uint64, rest
 		nulls: make([]uint64, len(s.keys)), width: make([]uint, len(s.keys))}
 	total := uint(0)
 	for k := 1; k < len(s.keys); k++ {
-		distinct := 0
-		for _, r := range s.ranks[k] {
-			for _, v := range r {
-				distinct = max(distinct, int(v)+1)
-			}
-		}
-		b.nulls[k] = uint64(distinct)
-		b.width[k] = uint(bits.Len(uint(distinct)))
+		b.nulls[k] = uint64(s.distinct[k])
+		b.width[k] = uint(bits.Len(uint(s.distinct[k])))
 		total += b.width[k]
 	}
 	b.packs = total <= 64

@@ -296,6 +296,11 @@ type partSource struct {
 	// c's dictionary indices of that column.
 	ranks [][][]int32
 	idx   [][][]int32
+	// distinct[k] is the number of distinct values of key k: its ranks
+	// are below it. (Counted from ranks, it took a pass over every
+	// chunk's dictionary, each a prefix of the partition's: quadratic in
+	// the values of a column of ids.)
+	distinct []int
 	// keyValid[k][c] is chunk c's validity bitmap of key k (nil: no nulls),
 	// at bit offset keyOff[k][c].
 	keyValid [][][]byte
@@ -351,6 +356,7 @@ func newPartSource(out *arrow.Schema, chunks []Chunk, mem memory.Allocator) (*pa
 	for _, col := range s.keys {
 		r, ix, vals := s.rankColumn(s.cols[col])
 		s.ranks = append(s.ranks, r)
+		s.distinct = append(s.distinct, len(vals))
 		s.idx = append(s.idx, ix)
 		kv, ko := make([][]byte, len(chunks)), make([]int, len(chunks))
 		for c, a := range s.cols[col] {
@@ -552,12 +558,7 @@ func sortRows[P uint32 | uint64](s *partSource, shift uint, workers int) []P {
 		return perm
 	}
 	// Counting sort on key 0; ranks are dense in [0, distinct), nulls last.
-	distinct := 0
-	for _, r := range s.ranks[0] {
-		for _, v := range r {
-			distinct = max(distinct, int(v)+1)
-		}
-	}
+	distinct := s.distinct[0]
 	bucket := func(v P) int {
 		r := s.rank(0, wide(v))
 		if r == nullRank {
