@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/internal/acklat"
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/wal"
 )
@@ -95,18 +95,16 @@ func BenchmarkAckWhilePersisting(b *testing.B) {
 	}()
 	// A batch every 2 ms at most (500k rows/s), as a client sends them:
 	// without fsync, an unpaced writer would fill the buffer.
-	var next time.Time
+	pace := acklat.Paced{Every: 2 * time.Millisecond}
 	write := func(i int) time.Duration {
 		if i == 0 {
-			next = time.Now()
+			pace.Restart()
 		}
-		next = next.Add(2 * time.Millisecond)
-		time.Sleep(time.Until(next))
-		start := time.Now()
-		if _, err := wb.Write(ctx, "db", "cpu", batches[i%len(batches)], catalog.WriteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
+		return pace.Time(func() {
+			if _, err := wb.Write(ctx, "db", "cpu", batches[i%len(batches)], catalog.WriteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 	runtime.GC()
 	b.ResetTimer()
@@ -139,26 +137,9 @@ func BenchmarkAckWhilePersisting(b *testing.B) {
 		}
 		b.Logf("segment of %d rows (%d MiB buffered) persisted in %s, %d writes meanwhile", rows, target>>20, time.Since(start).Round(time.Millisecond), len(busy))
 		rt.report(b, "persisting")
-		reportLatencies(b, "idle", idle)
-		reportLatencies(b, "persisting", busy)
+		acklat.Report(b, "idle", idle)
+		acklat.Report(b, "persisting", busy)
 	}
-}
-
-// reportLatencies reports p50, p99, p99.9 and max of lat, in ms.
-func reportLatencies(b *testing.B, name string, lat []time.Duration) {
-	if len(lat) == 0 {
-		b.Fatalf("%s: no latencies", name)
-	}
-	slices.Sort(lat)
-	at := func(q float64) float64 {
-		i := min(len(lat)-1, int(q*float64(len(lat))))
-		return float64(lat[i]) / 1e6
-	}
-	b.ReportMetric(at(0.5), name+"_p50_ms")
-	b.ReportMetric(at(0.99), name+"_p99_ms")
-	b.ReportMetric(at(0.999), name+"_p99.9_ms")
-	b.ReportMetric(float64(lat[len(lat)-1])/1e6, name+"_max_ms")
-	b.Logf("%s: %d writes, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms", name, len(lat), at(0.5), at(0.99), at(0.999), float64(lat[len(lat)-1])/1e6)
 }
 
 // serveGC sets the GC as apron serve does for a buffer of memLimit bytes

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // benchRows is APRON_BENCH_ROWS, default 2M.
@@ -28,44 +29,56 @@ func benchRows(b *testing.B) int {
 
 const benchSeries = 100
 
+// benchHosts are the series' host names: host-000 to host-099.
+var benchHosts = func() []string {
+	h := make([]string, benchSeries)
+	for i := range h {
+		h[i] = fmt.Sprintf("host-%03d", i)
+	}
+	return h
+}()
+
 // benchEnv writes n rows of db.cpu (time 1 ms apart, host among 100 series,
 // usage, idle) through the buffer and into a reference DuckDB table.
 func benchEnv(b *testing.B, n int) (*env, *refDB, int64) {
 	v := newEnv(b, Config{})
 	ref := newRefDB(b)
 	ref.exec("CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, idle BIGINT)")
-	hostNames := make([]string, benchSeries)
-	for i := range hostNames {
-		hostNames[i] = fmt.Sprintf("host-%03d", i)
-	}
 	const per = 100_000
 	for off := 0; off < n; off += per {
-		m := min(per, n-off)
-		tb := array.NewTimestampBuilder(v.mem, tsNs)
-		hb := array.NewStringBuilder(v.mem)
-		ub := array.NewFloat64Builder(v.mem)
-		ib := array.NewInt64Builder(v.mem)
-		for i := off; i < off+m; i++ {
-			tb.Append(arrow.Timestamp(base + int64(i)*1e6))
-			hb.Append(hostNames[i%benchSeries])
-			ub.Append(float64(i%1000) / 10)
-			ib.Append(int64(i % 777))
-		}
-		cols := []arrow.Array{tb.NewArray(), hb.NewArray(), ub.NewArray(), ib.NewArray()}
-		schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
-			{Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "idle", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-		rec := array.NewRecordBatch(schema, cols, int64(m))
-		for _, c := range cols {
-			c.Release()
-		}
-		tb.Release()
-		hb.Release()
-		ub.Release()
-		ib.Release()
+		rec := cpuBenchBatch(v.mem, off, min(per, n-off))
 		ref.append("db", "cpu", rec)
 		v.write("db", "cpu", rec)
 	}
 	return v, ref, base + int64(n-1)*1e6
+}
+
+// cpuBenchBatch is rows off to off+m of benchEnv's table db.cpu.
+func cpuBenchBatch(mem memory.Allocator, off, m int) arrow.RecordBatch {
+	tb := array.NewTimestampBuilder(mem, tsNs)
+	hb := array.NewStringBuilder(mem)
+	ub := array.NewFloat64Builder(mem)
+	ib := array.NewInt64Builder(mem)
+	defer func() {
+		tb.Release()
+		hb.Release()
+		ub.Release()
+		ib.Release()
+	}()
+	for i := off; i < off+m; i++ {
+		tb.Append(arrow.Timestamp(base + int64(i)*1e6))
+		hb.Append(benchHosts[i%benchSeries])
+		ub.Append(float64(i%1000) / 10)
+		ib.Append(int64(i % 777))
+	}
+	cols := []arrow.Array{tb.NewArray(), hb.NewArray(), ub.NewArray(), ib.NewArray()}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "idle", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	rec := array.NewRecordBatch(schema, cols, int64(m))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
 }
 
 // drain reads r to the end and returns rows and bytes of Arrow buffers.
