@@ -3,6 +3,7 @@ package buffer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -130,7 +131,8 @@ func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, ta
 	}
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		if !b.waitForRoom(ctx, deadline, &counted, reserve) {
-			break
+			return nil, fmt.Errorf("%w; this batch of %d bytes could not wait for room either: the batches already waiting hold the %d bytes allowed (an eighth of --buffer-mem-limit, at least 16 MiB). Retry it, or send smaller batches",
+				err, max(persist.RecordBytes(rec), 1), b.waitingBytesLimit())
 		}
 		p, coming, err = b.submit(db, table, rec, opts)
 		if !coming || !errors.Is(err, ErrBufferFull) {

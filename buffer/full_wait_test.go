@@ -127,6 +127,9 @@ func TestWriteWaitsForRoom(t *testing.T) {
 			t.Fatalf("a 20 MiB batch with 16 MiB allowed to wait: %v, %v writes waited (want ErrBufferFull at once, %v)",
 				err, testutil.ToFloat64(b.metrics.fullWaits), waits)
 		}
+		if !strings.Contains(err.Error(), "could not wait for room") || !strings.Contains(err.Error(), "smaller batches") {
+			t.Fatalf("the refusal of a batch past the bound on waiting bytes does not say so: %v", err)
+		}
 		store.release() // persistence goes on: the waiting write is taken
 		waitFor(t, "writes after the wait", func() bool {
 			return testutil.ToFloat64(b.metrics.rows) > 0 && testutil.ToFloat64(b.metrics.fullWaitSeconds) > 0
