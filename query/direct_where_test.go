@@ -239,11 +239,14 @@ func TestFilteredDirectScanBinary(t *testing.T) {
 	equalRows(t, "rows", sorted(got), sorted(want))
 }
 
-// fiftyHosts is a buffer of 5000 rows of table db.m (time, host), a
-// millisecond apart, hosts h0 to h49 in turn.
+// fiftyHostsRows is the rows fiftyHosts writes.
+const fiftyHostsRows = 5000
+
+// fiftyHosts is a buffer of fiftyHostsRows rows of table db.m (time,
+// host), a millisecond apart, hosts h0 to h49 in turn.
 func fiftyHosts(t *testing.T) *storeEnv {
 	s := newStoreEnv(t, objstore.NewMemory(), Config{})
-	times, str := make([]any, 5000), make([]any, 5000)
+	times, str := make([]any, fiftyHostsRows), make([]any, fiftyHostsRows)
 	for i := range times {
 		times[i] = base + int64(i)*1e6
 		str[i] = fmt.Sprintf("h%d", i%50)
@@ -258,7 +261,7 @@ func fiftyHosts(t *testing.T) *storeEnv {
 // new catalog version or another current database is prepared again; a
 // WHERE that DuckDB refuses still gets DuckDB's error.
 func TestFilteredDirectScanUnprepared(t *testing.T) {
-	s, n := fiftyHosts(t), 5000
+	s, n := fiftyHosts(t), fiftyHostsRows
 	ts := func(i int) string {
 		return time.Unix(0, base+int64(i)*1e6).UTC().Format("2006-01-02 15:04:05.999999999")
 	}
@@ -325,7 +328,7 @@ func TestFilteredDirectScanUnprepared(t *testing.T) {
 // every statement they run), with the schema Prepare answered and
 // DuckDB's rows. It fails when Run prepares every statement in DuckDB.
 func TestPreparedRunsDirect(t *testing.T) {
-	s, n := fiftyHosts(t), 5000
+	s, n := fiftyHosts(t), fiftyHostsRows
 	ctx := context.Background()
 	for i, host := range []string{"h1", "h2", "h3"} {
 		sql := fmt.Sprintf("SELECT time, host FROM db.m WHERE host = '%s'", host)
