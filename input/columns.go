@@ -32,7 +32,8 @@ type colBuilder struct {
 	f64       *array.Float64Builder
 	bl        *array.BooleanBuilder
 	ts        *array.TimestampBuilder
-	fx        *fixedCol // instead of b, for the fixed-width kinds of CSV chunks
+	fx        *fixedCol  // instead of b, for the fixed-width kinds of CSV chunks
+	sx        *stringCol // instead of b, for strings of CSV chunks
 }
 
 // newDirectColBuilder is newColBuilder for a CSV chunk of rows rows: the
@@ -41,6 +42,8 @@ func newDirectColBuilder(mem memory.Allocator, kind Kind, rows, dataBytes int) *
 	switch kind {
 	case KindInt64, KindUint64, KindFloat64, KindTimestamp:
 		return &colBuilder{kind: kind, fx: newFixedCol(mem, kind, rows)}
+	case KindString:
+		return &colBuilder{kind: kind, sx: newStringCol(mem, rows, dataBytes+dataBytes/8)}
 	}
 	return newColBuilder(mem, kind, rows, dataBytes)
 }
@@ -84,6 +87,10 @@ func (c *colBuilder) appendNull() {
 		c.fx.putNull()
 		return
 	}
+	if c.sx != nil {
+		c.sx.putNull()
+		return
+	}
 	c.b.AppendNull()
 }
 
@@ -93,6 +100,9 @@ func (c *colBuilder) appendText(v []byte, tp *timeParser) error {
 	case KindString:
 		if c.checkUTF8 && !utf8.Valid(v) {
 			return newTypeError(v, KindString, "not valid UTF-8")
+		}
+		if c.sx != nil {
+			return c.sx.put(v)
 		}
 		c.str.BinaryBuilder.Append(v)
 	case KindInt64:
@@ -149,12 +159,19 @@ func (c *colBuilder) newArray() arrow.Array {
 	if c.fx != nil {
 		return c.fx.newArray()
 	}
+	if c.sx != nil {
+		return c.sx.newArray()
+	}
 	return c.b.NewArray()
 }
 
 func (c *colBuilder) release() {
 	if c.fx != nil {
 		c.fx.release()
+		return
+	}
+	if c.sx != nil {
+		c.sx.release()
 		return
 	}
 	c.b.Release()

@@ -490,3 +490,34 @@ func TestCSVHeaderOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVStringGrowth: strings after the sample longer than its average,
+// and nulls that first appear in the middle of a chunk, make a chunk's
+// string column grow its data and start its validity in place; every
+// value must come out as written, in batches of any size.
+func TestCSVStringGrowth(t *testing.T) {
+	var data strings.Builder
+	var want []string
+	data.WriteString("k,s\n")
+	for i := range 3000 {
+		var s string
+		switch {
+		case i < sampleRows:
+			s = "a"
+		case i%7 == 0:
+			s = "" // null
+		default:
+			s = strings.Repeat(string(rune('b'+i%20)), 1+i%300)
+		}
+		fmt.Fprintf(&data, "%d,%s\n", i, s)
+		if s == "" {
+			want = append(want, fmt.Sprintf("%d null", i))
+		} else {
+			want = append(want, fmt.Sprintf("%d %q", i, s))
+		}
+	}
+	for _, batch := range []int{2500, 3000, 64 << 10} {
+		bs := mustRead(t, "grow.csv", data.String(), Options{Format: CSV, BatchRows: batch})
+		equalStrings(t, fmt.Sprintf("rows in batches of %d", batch), allRows(bs), want)
+	}
+}
