@@ -227,6 +227,18 @@ func (s *fieldScanner) nextFloat() (v float64, last, ok bool) {
 	return v, last, true
 }
 
+// nextISOTime is nextFloat for the timestamp text scanISOFast reads.
+func (s *fieldScanner) nextISOTime(c *dateCache) (ns int64, last, ok bool) {
+	ns, i, ok := scanISOFast(s.data, s.pos, c)
+	if !ok {
+		return 0, false, false
+	}
+	if last, ok = s.endNumber(i); !ok {
+		return 0, false, false
+	}
+	return ns, last, true
+}
+
 // nextInt is nextFloat for integers of at most 18 digits (which cannot
 // overflow an int64).
 func (s *fieldScanner) nextInt() (v int64, last, ok bool) {
@@ -281,6 +293,7 @@ type csvChunkParser struct {
 	schema   *arrow.Schema
 	strBytes []int // per column: average string bytes per row in the sample
 	sc       *fieldScanner
+	dates    dateCache // the last date nextISOTime read
 }
 
 // parse turns one chunk into a record batch.
@@ -298,6 +311,9 @@ func (p *csvChunkParser) parse(ch *csvChunk) csvResult {
 	}
 	sc := p.sc
 	sc.reset(ch.data, ch.firstLine, ch.broken)
+	// Timestamps as text are read in place unless --time-format is an
+	// epoch unit or a Go layout.
+	isoTimes := p.cfg.time.mode == timeAuto || p.cfg.time.mode == timeRFC3339
 	rows := 0
 	for sc.skipBlank() {
 		rowLine := sc.line
@@ -320,6 +336,11 @@ func (p *csvChunkParser) parse(ch *csvChunk) csvResult {
 				case col.kind == KindInt64:
 					var v int64
 					if v, last, done = sc.nextInt(); done {
+						col.fx.putInt(v)
+					}
+				case col.kind == KindTimestamp && isoTimes:
+					var v int64
+					if v, last, done = sc.nextISOTime(&p.dates); done {
 						col.fx.putInt(v)
 					}
 				}
