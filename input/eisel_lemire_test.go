@@ -65,9 +65,54 @@ func TestEiselLemire(t *testing.T) {
 		} else if sc.pos != 0 {
 			t.Fatalf("nextFloat(%q) refused it after consuming %d bytes", s, sc.pos)
 		}
+		// In a file the value is followed by more fields, which the
+		// eight-digit reads of the fraction see past its end.
+		sc.reset([]byte(s+",12345678,x"), 1, false)
+		if v, last, ok := sc.nextFloat(); ok {
+			if last || math.Float64bits(v) != math.Float64bits(want) || sc.pos != len(s)+1 {
+				t.Fatalf("nextFloat(%q followed by a field) = %v, %v at %d; strconv: %v", s, v, last, sc.pos, want)
+			}
+		}
 	}
 	if checked < len(cases)/2 {
 		t.Errorf("nextFloat took %d of %d cases", checked, len(cases))
+	}
+}
+
+// TestEightDigits: eightDigits against a byte loop, on digits with one
+// byte replaced by each byte value (the bytes either side of '0' and '9'
+// above all).
+func TestEightDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		b := make([]byte, 8)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		for pos := -1; pos < 8; pos++ {
+			for c := range 256 {
+				if pos >= 0 {
+					b[pos] = byte(c)
+				} else if c > 0 {
+					break
+				}
+				want, wantOK := uint64(0), true
+				for _, d := range b {
+					if d < '0' || d > '9' {
+						wantOK = false
+						break
+					}
+					want = want*10 + uint64(d-'0')
+				}
+				got, ok := eightDigits(b)
+				if ok != wantOK || ok && got != want {
+					t.Fatalf("eightDigits(%q) = %d, %v; want %d, %v", b, got, ok, want, wantOK)
+				}
+			}
+			if pos >= 0 {
+				b[pos] = byte('0' + rng.IntN(10))
+			}
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ type fixedCol struct {
 	valid *memory.Buffer // nil until the first null
 	bits  []byte
 	n     int
+	room  int // values vals holds (kept, not divided out of vals.Len() per value)
 	nulls int
 }
 
@@ -36,6 +37,7 @@ func newFixedCol(mem memory.Allocator, kind Kind, rows int) *fixedCol {
 // well-formed input).
 func (f *fixedCol) grow(rows int) {
 	f.vals.ResizeNoShrink(rows * 8)
+	f.room = f.vals.Len() / 8
 	switch f.kind {
 	case KindUint64:
 		f.u64 = arrow.Uint64Traits.CastFromBytes(f.vals.Bytes())
@@ -50,7 +52,7 @@ func (f *fixedCol) grow(rows int) {
 	}
 }
 
-func (f *fixedCol) cap() int { return f.vals.Len() / 8 }
+func (f *fixedCol) cap() int { return f.room }
 
 // slot returns the index for the next value, marking it valid.
 func (f *fixedCol) slot() int {

@@ -1,6 +1,7 @@
 package input
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 )
@@ -217,6 +218,17 @@ func scanDecimal(b []byte, i int) (f float64, end int, ok bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		fs := i
+		// Fractions of full-precision floats are long (16 digits in
+		// 33.333333333333336): eight digits at a time, then one by one.
+		// Past 19 digits m wraps, but such a value is refused below.
+		for i+8 <= len(b) {
+			v, ok := eightDigits(b[i : i+8])
+			if !ok {
+				break
+			}
+			m = m*1e8 + v
+			i += 8
+		}
 		for ; i < len(b) && b[i]-'0' <= 9; i++ {
 			m = m*10 + uint64(b[i]-'0')
 		}
@@ -238,6 +250,20 @@ func scanDecimal(b []byte, i int) (f float64, end int, ok bool) {
 		f = -f
 	}
 	return f, i, true
+}
+
+// eightDigits is the value of eight ASCII digits, read as one word (the
+// SWAR parse of simdjson's parse_eight_digits_unrolled); ok is false when
+// a byte is not a digit.
+func eightDigits(b []byte) (uint64, bool) {
+	v := binary.LittleEndian.Uint64(b)
+	// Every byte is 0x30-0x39: its high nibble is 3, and adding 6 keeps it 3.
+	if v&0xF0F0F0F0F0F0F0F0|(v+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4 != 0x3333333333333333 {
+		return 0, false
+	}
+	v = (v & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
+	v = (v & 0x00FF00FF00FF00FF) * 6553601 >> 16
+	return (v & 0x0000FFFF0000FFFF) * 42949672960001 >> 32, true
 }
 
 func parseFloatSlow(b []byte) (float64, bool) {
