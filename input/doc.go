@@ -128,11 +128,14 @@
 // the workers finish in, and the queue's capacity bounds the chunks in
 // flight to about workers+2. A worker scans fields in place
 // (no string or []string per row; a quoted field with "" is unescaped into
-// a reused scratch buffer), parses numbers and times from the bytes
-// (float64 by an exact fast path for ≤15 digits, else strconv), writes
-// fixed-width values straight into Arrow buffers sized from the
-// splitter's row count and strings into builders reserved from the
-// sample's average length, and counts lines itself, so an error names
+// a reused scratch buffer), parses numbers and times where it scans them
+// (float64 by an exact fast path for ≤15 digits, eight digits at a time,
+// eiselLemire up to 19, else strconv; RFC 3339 times of the common form
+// with the date's day number kept from the row before, others by
+// parseISO), writes fixed-width values straight into Arrow buffers sized
+// from the splitter's row count and strings into offset and data buffers
+// sized from the sample's average length (fixedCol, stringCol: no
+// array.Builder per value), and counts lines itself, so an error names
 // its exact line even across quoted newlines. A malformed quote makes the
 // splitter's parity wrong from there on, but the parser meets the fault
 // first, in order; a row longer than 64 MiB (a quote never closed) stops
