@@ -291,7 +291,15 @@ func TestHealthNotServingDuringReplay(t *testing.T) {
 		ready := readyRE.MatchString(s.Stderr())
 		if res.Status == healthpb.HealthCheckResponse_SERVING {
 			if !ready {
-				t.Fatalf("SERVING before the ready line")
+				// The server writes the line before it says SERVING, but
+				// the pipe to this test may not have delivered it yet:
+				// wait for it, then check that it was logged before the
+				// answer came.
+				answered := time.Now()
+				waitUntil(t, "the ready line", func() bool { return readyRE.MatchString(s.Stderr()) })
+				if logged := readyLineTime(t, s.Stderr()); logged.After(answered) {
+					t.Fatalf("SERVING at %s, before the ready line (logged %s)", answered.Format(time.RFC3339Nano), logged.Format(time.RFC3339Nano))
+				}
 			}
 			break
 		}
@@ -314,6 +322,29 @@ func TestHealthNotServingDuringReplay(t *testing.T) {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
 }
+
+// readyLineTime is the time the ready line of stderr was logged at (its
+// time= field, to the millisecond).
+func readyLineTime(t *testing.T, stderr string) time.Time {
+	t.Helper()
+	for line := range strings.Lines(stderr) {
+		if !readyRE.MatchString(line) {
+			continue
+		}
+		if m := readyTimeRE.FindStringSubmatch(line); m != nil {
+			v := m[1] + m[2] // text or JSON log: one of them is empty
+			ts, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				t.Fatalf("ready line time %q: %v", v, err)
+			}
+			return ts
+		}
+	}
+	t.Fatalf("no time in the ready line of:\n%s", stderr)
+	return time.Time{}
+}
+
+var readyTimeRE = regexp.MustCompile(`^time=(\S+)|"time":"([^"]+)"`)
 
 func first(s []string) string {
 	if len(s) == 0 {
