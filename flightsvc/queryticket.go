@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 
 	"github.com/apron-db/apron/auth"
 )
@@ -111,9 +111,5 @@ func (s *Service) doGetQuery(raw []byte, stream flight.FlightService_DoGetServer
 	if err != nil {
 		return statusOf(err)
 	}
-	tkt, err := flightsql.CreateStatementQueryTicket(handle)
-	if err != nil {
-		return statusOf(err)
-	}
-	return s.adapter.DoGet(&flight.Ticket{Ticket: tkt}, stream)
+	return s.doGetSQL(&flightpb.TicketStatementQuery{StatementHandle: handle}, stream)
 }

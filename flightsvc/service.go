@@ -146,6 +146,9 @@ func (s *Service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return statusOf(err)
 	}
 	if !ours {
+		if cmd, ok := sqlQueryTicket(tkt.GetTicket()); ok {
+			return s.doGetSQL(cmd, stream)
+		}
 		return s.adapter.DoGet(tkt, stream)
 	}
 	if t.GetTokenId() != auth.FromContext(stream.Context()).ID() {
