@@ -72,10 +72,7 @@ func (f *fixedCol) putFloat(v float64) { i := f.slot(); f.f64[i] = v }
 
 func (f *fixedCol) putNull() {
 	if f.bits == nil {
-		f.valid = memory.NewResizableBuffer(f.mem)
-		f.valid.Resize(int(bitutil.BytesForBits(int64(f.cap()))))
-		f.bits = f.valid.Bytes()
-		bitutil.SetBitsTo(f.bits, 0, int64(f.n), true)
+		f.valid, f.bits = newValidity(f.mem, f.cap(), f.n)
 	}
 	i := f.slot()
 	bitutil.ClearBit(f.bits, i)
@@ -88,6 +85,16 @@ func (f *fixedCol) putNull() {
 		f.i64[i] = 0
 	}
 	f.nulls++
+}
+
+// newValidity is the validity bitmap a column starts at its first null:
+// room for rows values, the n before it valid.
+func newValidity(mem memory.Allocator, rows, n int) (*memory.Buffer, []byte) {
+	valid := memory.NewResizableBuffer(mem)
+	valid.Resize(int(bitutil.BytesForBits(int64(rows))))
+	bits := valid.Bytes()
+	bitutil.SetBitsTo(bits, 0, int64(n), true)
+	return valid, bits
 }
 
 func (f *fixedCol) newArray() arrow.Array {

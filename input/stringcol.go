@@ -80,10 +80,7 @@ func (s *stringCol) put(v []byte) error {
 
 func (s *stringCol) putNull() {
 	if s.bits == nil {
-		s.valid = memory.NewResizableBuffer(s.mem)
-		s.valid.Resize(int(bitutil.BytesForBits(int64(s.rowCap()))))
-		s.bits = s.valid.Bytes()
-		bitutil.SetBitsTo(s.bits, 0, int64(s.n), true)
+		s.valid, s.bits = newValidity(s.mem, s.rowCap(), s.n)
 	}
 	if s.n == s.rowCap() {
 		s.growRows(2 * s.n)
