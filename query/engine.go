@@ -203,6 +203,9 @@ type Engine struct {
 	// pages holds decompressed pages of persisted files (pqpages.go); nil
 	// when turned off.
 	pages *lru[pqPageKey, *pqPage]
+	// pageIndexes holds the decoded page indexes of persisted files'
+	// row groups (pqindex.go).
+	pageIndexes *lru[pqIndexKey, *rgIndex]
 
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
@@ -314,6 +317,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		directShapes: newLRU[directShapeKey, *arrow.Schema](defaultDirectShapeEntries),
 		footers:      newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
 		groupStats:   newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
+		pageIndexes:  newLRU[pqIndexKey, *rgIndex](defaultPageIndexCacheBytes),
 		scanMem:      buffer.NewRecycler(wb.Allocator())}
 	if cfg.PageCacheSize > 0 {
 		e.pages = newLRU[pqPageKey, *pqPage](cfg.PageCacheSize)

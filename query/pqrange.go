@@ -58,12 +58,8 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 	if len(n.want) == 0 && n.bounds == allTime {
 		return lo, hi, nil, nil
 	}
-	pir := f.p.pf.GetPageIndexReader()
-	if pir == nil {
-		return lo, hi, nil, nil
-	}
-	idx, err := pir.RowGroup(u.rg)
-	if err != nil || idx == nil {
+	idx := f.pageIndexOf(u)
+	if idx == nil {
 		return lo, hi, nil, nil
 	}
 	md := f.p.pf.MetaData()
@@ -100,8 +96,8 @@ func (f *pqFile) rowRange(rg *file.RowGroupReader, u pqUnit, rows int, dicts *pq
 		if _, ok := pages[p.leaf]; ok {
 			continue
 		}
-		oi, err := idx.GetOffsetIndex(p.leaf)
-		if err != nil || oi == nil || len(oi.GetPageLocations()) == 0 {
+		oi := idx.offsets[p.leaf]
+		if oi == nil || len(oi.GetPageLocations()) == 0 {
 			return 0, rows, nil, nil // a column without one: read the group whole
 		}
 		pages[p.leaf] = oi.GetPageLocations()
@@ -180,11 +176,11 @@ func (f *pqFile) timeRows(rg *file.RowGroupReader, u pqUnit, tc int, pages []*me
 // [lo, hi) of the rows holding a value of want; known is false when it
 // cannot tell (a page not dictionary-encoded, or indices not in runs it
 // can read), and lo == hi when no row holds one.
-func leadRange(rg *file.RowGroupReader, u pqUnit, idx *metadata.RowGroupPageIndexReader, leaf int, nullable bool, dicts *pqDictCache, rows int, want []string) (lo, hi int, known bool, err error) {
+func leadRange(rg *file.RowGroupReader, u pqUnit, idx *rgIndex, leaf int, nullable bool, dicts *pqDictCache, rows int, want []string) (lo, hi int, known bool, err error) {
 	c := newPQColumn(pqColPlan{leaf: leaf, kind: pqBytes, width: 16, nullable: nullable}, u.pager(rg, leaf), dicts)
 	defer c.close()
 	// Through the offset index, its pages come from the page cache.
-	if oi, err := idx.GetOffsetIndex(leaf); err == nil && oi != nil && len(oi.GetPageLocations()) > 0 {
+	if oi := idx.offsets[leaf]; oi != nil && len(oi.GetPageLocations()) > 0 {
 		if err := c.seek(0, oi.GetPageLocations()); err != nil {
 			return 0, 0, false, err
 		}
@@ -256,13 +252,9 @@ func leadRange(rg *file.RowGroupReader, u pqUnit, idx *metadata.RowGroupPageInde
 // timeRange narrows [lo, hi) to the hull of the time column's pages
 // (leaf tc) within it whose statistics can meet b; the column is never
 // NULL. Without a column index it is left as it is.
-func timeRange(idx *metadata.RowGroupPageIndexReader, tc, lo, hi, rows int, b timeBounds) (int, int) {
-	ci, err := idx.GetColumnIndex(tc)
-	if err != nil || ci == nil {
-		return lo, hi
-	}
-	oi, err := idx.GetOffsetIndex(tc)
-	if err != nil || oi == nil {
+func timeRange(idx *rgIndex, tc, lo, hi, rows int, b timeBounds) (int, int) {
+	ci, oi := idx.columns[tc], idx.offsets[tc]
+	if ci == nil || oi == nil {
 		return lo, hi
 	}
 	locs, mins, maxs, nulls := oi.GetPageLocations(), ci.GetMinValues(), ci.GetMaxValues(), ci.GetNullPages()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/apron-db/apron/objstore"
 )
@@ -129,6 +130,7 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 	directs := 0
 	footerHits, _, _, _ := s.e.footers.stats()
 	statsHits, _, _, _ := s.e.groupStats.stats()
+	indexHits, _, _, _ := s.e.pageIndexes.stats()
 	for i := range 60 {
 		want := []string{hosts[rng.IntN(len(hosts))]}
 		switch rng.IntN(6) {
@@ -229,8 +231,29 @@ func narrowedRowGroups(t *testing.T, merge bool, pageCache int64) {
 	if hits, _, entries, _ := s.e.groupStats.stats(); hits == statsHits || entries != len(paths) {
 		t.Fatalf("row group statistics cache: %d hits over 60 queries, %d entries for %d files; want hits, one entry a file", hits-statsHits, entries, len(paths))
 	}
+	// And the row groups' page indexes the narrowing reads (pqindex.go):
+	// decoded once a group, at most one entry for each group narrowed.
+	groups := 0
+	for _, p := range paths {
+		groups += pqRowGroups(t, p)
+	}
+	if hits, _, entries, size := s.e.pageIndexes.stats(); hits == indexHits || entries == 0 || entries > groups || size <= 0 {
+		t.Fatalf("page index cache: %d hits over 60 queries, %d entries (%d bytes) for %d row groups; want hits, at most one entry a group", hits-indexHits, entries, size, groups)
+	}
 	t.Logf("%d row groups narrowed, %d rows left unread; %d queries streamed by the direct scan", pqGroupsNarrowed.Load()-narrowed, pqRowsSkipped.Load()-skipped, directs)
 	if directs < 20 {
 		t.Fatalf("%d queries streamed by the direct scan; the test wants more", directs)
 	}
+}
+
+// pqRowGroups is the number of row groups of the file at path, a quoted
+// SQL literal as persistedPaths gives it.
+func pqRowGroups(t *testing.T, path string) int {
+	t.Helper()
+	pf, err := file.OpenParquetFile(strings.ReplaceAll(strings.Trim(path, "'"), "''", "'"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	return pf.NumRowGroups()
 }

@@ -32,7 +32,9 @@ type pqFile struct {
 	plan   []pqColPlan              // per output column
 	narrow pqNarrow                 // what its row groups may be narrowed by (pqrange.go)
 	pages  *lru[pqPageKey, *pqPage] // the engine's page cache (pqpages.go), or nil
-	refs   atomic.Int32
+	// indexes is the engine's cache of decoded page indexes (pqindex.go).
+	indexes *lru[pqIndexKey, *rgIndex]
+	refs    atomic.Int32
 }
 
 func (f *pqFile) release() {
@@ -99,7 +101,7 @@ func (g *scanGlobal) openNative(p *parquetFile) (first pqUnit, ok bool) {
 		return pqUnit{}, false
 	}
 	pqNative.Add(1)
-	f := &pqFile{p: p, plan: plan, narrow: g.narrowing(), pages: g.bind.e.pages}
+	f := &pqFile{p: p, plan: plan, narrow: g.narrowing(), pages: g.bind.e.pages, indexes: g.bind.e.pageIndexes}
 	f.refs.Store(int32(len(p.groups)))
 	rest := make([]pqUnit, 0, len(p.groups)-1)
 	for _, rg := range p.groups[1:] {
