@@ -65,9 +65,10 @@
 // wants values of the group's first sort column, or bounds time, only
 // the rows that can match are read, from the page that holds the first
 // of them (pqrange.go: the lead column's run, the time column's page
-// index, the offset index to seek each column: those pages, found
-// through the offset index, are kept decompressed in the engine's page
-// cache for the next query of the series, pqpages.go); and pages are
+// index, the offset index to seek each column, both indexes decoded once
+// a row group and kept, pqindex.go: those pages, found through the
+// offset index, are kept decompressed in the engine's page cache for the
+// next query of the series, pqpages.go); and pages are
 // decoded straight into DuckDB's vectors (pqcolumn.go): fixed-width
 // values copied (narrowed, or scaled to another timestamp unit, where the
 // declared type wants it), dictionaries of fixed-width values gathered,
