@@ -32,7 +32,7 @@ type rgIndex struct {
 }
 
 // defaultPageIndexCacheBytes bounds the decoded page indexes kept, by
-// their estimated size (pageIndexCost): a 5M-row day of one table is a
+// their estimated size (rgIndex.cost): a 5M-row day of one table is a
 // few hundred KiB.
 const defaultPageIndexCacheBytes = 16 << 20
 
@@ -56,15 +56,20 @@ func (f *pqFile) pageIndexOf(u pqUnit) *rgIndex {
 	md := f.p.pf.MetaData()
 	n := md.Schema.NumColumns()
 	x := &rgIndex{offsets: make([]metadata.OffsetIndex, n), columns: make([]metadata.ColumnIndex, n)}
+	failed := false // a read or decode error: used by this query, not kept
 	for leaf := range n {
-		if oi, err := idx.GetOffsetIndex(leaf); err == nil && oi != nil {
+		oi, err := idx.GetOffsetIndex(leaf)
+		if err == nil && oi != nil {
 			x.offsets[leaf] = oi
 		}
-		if ci, err := idx.GetColumnIndex(leaf); err == nil && ci != nil {
+		failed = failed || err != nil
+		ci, err := idx.GetColumnIndex(leaf)
+		if err == nil && ci != nil {
 			x.columns[leaf] = ci
 		}
+		failed = failed || err != nil
 	}
-	if f.indexes != nil && !md.IsSetEncryptionAlgorithm() {
+	if f.indexes != nil && !failed && !md.IsSetEncryptionAlgorithm() {
 		f.indexes.put(key, x, x.cost())
 	}
 	return x
