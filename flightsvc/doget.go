@@ -136,9 +136,11 @@ func (s *Service) doGetSQL(cmd proto.Message, stream flight.FlightService_DoGetS
 		sc, cc, err = s.sql.DoGetPreparedStatement(ctx, c)
 	}
 	if err != nil {
-		return err
+		return statusOf(err)
 	}
-	return writeChunks(ctx, stream, sc, cc, s.sql.mem)
+	// A cancelled call, or an encoding error, gets its gRPC code here
+	// (the chunks' errors and Send's have theirs already).
+	return statusOf(writeChunks(ctx, stream, sc, cc, s.sql.mem))
 }
 
 // writeChunks writes the chunks of cc to stream until cc closes, a chunk
