@@ -64,7 +64,7 @@ func (s *stringCol) put(v []byte) error {
 	end := s.size + len(v)
 	if end > len(s.buf) {
 		if end > math.MaxInt32 {
-			return fmt.Errorf("%w: a chunk's strings pass 2 GiB (use smaller batches)", ErrSyntax)
+			return fmt.Errorf("%w: the strings of one column of a batch pass 2 GiB: lower --batch-rows", ErrSyntax)
 		}
 		s.growData(max(2*len(s.buf), end))
 	}
