@@ -61,8 +61,8 @@ func (p *pooledPayloadWriter) WritePayload(payload ipc.Payload) error {
 func (p *pooledPayloadWriter) Close() error { return nil }
 
 // recordStreamWriter writes record batches to a Flight data stream (what
-// flight.Writer does) through a pooledPayloadWriter; release gives its
-// buffer back once the stream is done.
+// flight.Writer does) through a pooledPayloadWriter; close ends the stream
+// and gives its buffer back.
 type recordStreamWriter struct {
 	*ipc.Writer
 	pw *pooledPayloadWriter

@@ -10,8 +10,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // capturedStream keeps a copy of every message sent, as gRPC's codec
@@ -102,5 +104,49 @@ func TestWriteChunks(t *testing.T) {
 	}
 	if len(out.sent) != 2 {
 		t.Fatalf("%d messages sent, want the schema and the batch before the error", len(out.sent))
+	}
+}
+
+// TestSQLQueryTicket: only a well-formed statement or prepared-statement
+// ticket is streamed by doGetSQL; garbage, a truncated Any, another Flight
+// SQL command and an Any naming a query type over bytes that do not
+// decode as it go to arrow-go's server, which refuses them.
+func TestSQLQueryTicket(t *testing.T) {
+	wrap := func(m proto.Message) []byte {
+		a, err := anypb.New(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := proto.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	stmt := wrap(&flightpb.TicketStatementQuery{StatementHandle: []byte(`{"sql":"SELECT 1","id":"x"}`)})
+	prep := wrap(&flightpb.CommandPreparedStatementQuery{PreparedStatementHandle: []byte("h")})
+	for _, tc := range []struct {
+		name string
+		raw  []byte
+		want proto.Message
+	}{
+		{"statement", stmt, &flightpb.TicketStatementQuery{}},
+		{"prepared", prep, &flightpb.CommandPreparedStatementQuery{}},
+		{"garbage", []byte("\xff\xfe not a proto"), nil},
+		{"empty", nil, nil},
+		{"truncated", stmt[:len(stmt)-3], nil},
+		{"other command", wrap(&flightpb.CommandGetCatalogs{}), nil},
+		{"query type, bad value", func() []byte {
+			b, _ := proto.Marshal(&anypb.Any{TypeUrl: "type.googleapis.com/arrow.flight.protocol.sql.TicketStatementQuery", Value: []byte{0x0a, 0x7f}})
+			return b
+		}(), nil},
+	} {
+		cmd, ok := sqlQueryTicket(tc.raw)
+		switch {
+		case tc.want == nil && ok:
+			t.Errorf("%s: taken as %T", tc.name, cmd)
+		case tc.want != nil && (!ok || proto.MessageName(cmd) != proto.MessageName(tc.want)):
+			t.Errorf("%s: %T, %v; want a %s", tc.name, cmd, ok, proto.MessageName(tc.want))
+		}
 	}
 }
