@@ -231,6 +231,10 @@ func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow
 	ctx := compute.WithAllocator(context.Background(), mem)
 	out := make([]arrow.Array, 0, len(cols))
 	for _, c := range cols {
+		if t := takeFixed(mem, c, sel); t != nil {
+			out = append(out, t)
+			continue
+		}
 		if t := takeBinary(mem, c, sel); t != nil {
 			out = append(out, t)
 			continue
