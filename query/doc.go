@@ -156,6 +156,18 @@
 // counts and [MinTime, MaxTime], and DuckDB's single row is completed
 // with them (metacount.go). A count of a whole table reads no row.
 //
+// # The newest rows, the latest per key
+//
+// ORDER BY time DESC LIMIT n (any columns, bounds on time, string
+// equalities) reads only the chunks and files newest first until they
+// hold n certain rows (newest.go). GROUP BY one string column with only
+// max(time) and arg_max(col, time) and kin, no WHERE — the latest row
+// per key, without a last-value cache — reads only the buffered chunks
+// that hold a key value's latest row: chunks newest first credit each
+// key value of their rows with its latest time, and a chunk whose every
+// key value already has a later row is left out (latest.go). Persisted
+// files are read.
+//
 // # What repeats is not redone
 //
 // A Flight SQL query is prepared twice (GetFlightInfo, then DoGet), and

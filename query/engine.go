@@ -188,6 +188,9 @@ type Engine struct {
 	// newestChunks and newestFiles are left out as older than a top-n's
 	// rows (newest.go).
 	newestChunks, newestFiles atomic.Int64
+	// latestChunks are left out as older than every key's latest row
+	// (latest.go).
+	latestChunks atomic.Int64
 	// deleteFilesRead and deleteFilesSkipped are the persisted files a
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
 	deleteFilesRead, deleteFilesSkipped atomic.Int64
@@ -462,6 +465,9 @@ type Stats struct {
 	// Chunks and files left out of an ORDER BY time DESC LIMIT n as older
 	// than its rows (newest.go).
 	NewestChunks, NewestFiles int64
+	// Chunks left out of a latest row per key (GROUP BY key with max and
+	// arg_max of time) as older than every key's latest row (latest.go).
+	LatestChunks int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it
 	// matches (delete_rewrite.go).
@@ -483,6 +489,7 @@ func (e *Engine) Stats() Stats {
 	}
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
+	st.LatestChunks = e.latestChunks.Load()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()

@@ -310,6 +310,49 @@ func (w *admitWalker) admitLastValue(f map[string]any) error {
 	return nil
 }
 
+// oneTableSelect is the SELECT node of a statement that is one SELECT of
+// one of Apron's tables (no CTE, join, subquery in FROM, HAVING, QUALIFY,
+// SAMPLE, time travel or column aliases on the table), the table, and a
+// shapeCheck of its expressions (no keys); ok false for anything else.
+func oneTableSelect(tree map[string]any, db string, snap *catalog.Snapshot) (node map[string]any, t *catalog.Table, sh *shapeCheck, ok bool) {
+	stmts, _ := tree["statements"].([]any)
+	if len(stmts) != 1 {
+		return nil, nil, nil, false
+	}
+	st, _ := stmts[0].(map[string]any)
+	node, _ = st["node"].(map[string]any)
+	if node == nil || node["type"] != "SELECT_NODE" || node["having"] != nil || node["qualify"] != nil || node["sample"] != nil ||
+		node["aggregate_handling"] != "STANDARD_HANDLING" {
+		return nil, nil, nil, false
+	}
+	if m, _ := node["cte_map"].(map[string]any); m != nil {
+		if entries, _ := m["map"].([]any); len(entries) > 0 {
+			return nil, nil, nil, false
+		}
+	}
+	from, _ := node["from_table"].(map[string]any)
+	if from == nil || from["type"] != "BASE_TABLE" || from["at_clause"] != nil || from["sample"] != nil {
+		return nil, nil, nil, false
+	}
+	if a, _ := from["column_name_alias"].([]any); len(a) > 0 {
+		return nil, nil, nil, false
+	}
+	cat, _ := from["catalog_name"].(string)
+	schema, _ := from["schema_name"].(string)
+	name, _ := from["table_name"].(string)
+	if cat != "" && !strings.EqualFold(cat, Catalog) {
+		return nil, nil, nil, false
+	}
+	if schema == "" {
+		schema = db
+	}
+	if t, ok = findTableFold(snap, schema, name); !ok {
+		return nil, nil, nil, false
+	}
+	alias, _ := from["alias"].(string)
+	return node, t, &shapeCheck{alias: alias, table: name}, true
+}
+
 // lastValueShape says whether the statement's answer depends only on the
 // latest rows per key of its one table, which has a ready cache (checked
 // when the scan starts); any doubt is no. The shapes:
@@ -325,38 +368,7 @@ func (w *admitWalker) admitLastValue(f map[string]any) error {
 // lower bounds on time (time > or >= a constant).
 func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buffer.TableKey, *lastValueUse, bool) {
 	var none buffer.TableKey
-	stmts, _ := tree["statements"].([]any)
-	if len(stmts) != 1 {
-		return none, nil, false
-	}
-	st, _ := stmts[0].(map[string]any)
-	node, _ := st["node"].(map[string]any)
-	if node == nil || node["type"] != "SELECT_NODE" || node["having"] != nil || node["qualify"] != nil || node["sample"] != nil ||
-		node["aggregate_handling"] != "STANDARD_HANDLING" {
-		return none, nil, false
-	}
-	if m, _ := node["cte_map"].(map[string]any); m != nil {
-		if entries, _ := m["map"].([]any); len(entries) > 0 {
-			return none, nil, false
-		}
-	}
-	from, _ := node["from_table"].(map[string]any)
-	if from == nil || from["type"] != "BASE_TABLE" || from["at_clause"] != nil || from["sample"] != nil {
-		return none, nil, false
-	}
-	if a, _ := from["column_name_alias"].([]any); len(a) > 0 {
-		return none, nil, false
-	}
-	cat, _ := from["catalog_name"].(string)
-	schema, _ := from["schema_name"].(string)
-	name, _ := from["table_name"].(string)
-	if cat != "" && !strings.EqualFold(cat, Catalog) {
-		return none, nil, false
-	}
-	if schema == "" {
-		schema = db
-	}
-	t, ok := findTableFold(snap, schema, name)
+	node, t, sh, ok := oneTableSelect(tree, db, snap)
 	if !ok {
 		return none, nil, false
 	}
@@ -364,8 +376,7 @@ func lastValueShape(tree map[string]any, db string, snap *catalog.Snapshot) (buf
 	if !ok {
 		return none, nil, false
 	}
-	alias, _ := from["alias"].(string)
-	sh := &shapeCheck{alias: alias, table: name, keys: map[string]bool{}}
+	sh.keys = map[string]bool{}
 	for _, k := range def.Keys {
 		sh.keys[strings.ToLower(k)] = true
 	}

@@ -49,6 +49,9 @@ type queryState struct {
 	// newest is set when the statement is a top-n of the newest rows
 	// (newest.go).
 	newest *newestPrune
+	// latest is set when the statement is the latest row per value of a
+	// string column (latest.go).
+	latest *latestPrune
 	// equals are, per table, the string values its columns must equal
 	// (tableRef.equals): row groups of persisted files whose statistics
 	// exclude them are skipped.
@@ -110,6 +113,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		if qs.direct == nil && err == nil {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
 			qs.newest = newestOf(a.tree, c.schema, exact, exactEq, equals)
+			qs.latest = latestOf(a.tree, c.schema, e.wb.Catalog().Snapshot())
 		}
 	}
 	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {
@@ -120,7 +124,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 	}
 	if a.only != nil {
 		// Read as the statement says, from one file: no shortcut applies.
-		qs.only, qs.direct, qs.meta, qs.newest, qs.lastValue = a.only, nil, nil, nil, nil
+		qs.only, qs.direct, qs.meta, qs.newest, qs.latest, qs.lastValue = a.only, nil, nil, nil, nil, nil
 	}
 	qs.ctx, qs.cancel = context.WithCancel(context.Background())
 	if a.view != nil {

@@ -401,6 +401,11 @@ func apron_scan_init(p unsafe.Pointer) {
 				bd.e.newestChunks.Add(int64(nc))
 				bd.e.newestFiles.Add(int64(nf))
 			}
+			if qs != nil && qs.latest != nil && qs.latest.key == lowerKey(bd.key.Database, bd.key.Table) {
+				var nc int
+				g.chunks, g.files, nc = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database))
+				bd.e.latestChunks.Add(int64(nc))
+			}
 		}
 	}
 	duck.InitSetInitData(info, newHandle(g), deleteHandlePtr)

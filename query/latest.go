@@ -1,0 +1,382 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
+)
+
+// The latest row per series, without a last-value cache.
+//
+// A query of the shape
+//
+//	SELECT key, max(time), arg_max(col, time), … FROM table GROUP BY key
+//
+// (key one string column; the list may hold the key, constants, max(time)
+// and arg_max / max_by / arg_max_null(col, time); ORDER BY and LIMIT of
+// the groups allowed; no WHERE) needs, for each value of key, only its
+// rows of the greatest time. QuestDB answers it with LATEST ON, InfluxDB 3
+// with a last-value cache; DuckDB's aggregate reads every row. Its scan
+// hands it fewer: chunks are taken newest first (by their greatest
+// time), and a chunk whose rows all match for certain (no retention
+// cutoff among them) credits each key value it holds with the greatest
+// time of its rows of that value (bound). A chunk is left out when every
+// key value of its rows (NULL included) has a bound after the chunk's
+// greatest time: for each of them a kept
+// row is strictly later than any of the chunk's, so no group, maximum or
+// tie changes without it. For arg_max(col, time), which skips rows whose
+// col is NULL, only rows with every such col non-NULL credit.
+//
+// Persisted files are kept: which key values a file holds is not known
+// without reading it. A query over a table mostly persisted prunes only
+// its buffered part, and is never wrong.
+//
+// Crediting reads the key and time of a chunk's rows. Checking a chunk
+// looks up its dictionary's values (once per dictionary and change of
+// the bounds); when one has no later bound (a series that stopped
+// reporting is still in the dictionaries of the partition's later
+// chunks), it reads the chunk's keys, a nanosecond or so a row against
+// the ~50 DuckDB's aggregate would spend. The work is bounded by
+// latestBudget, past which the chunks left are kept.
+
+// latestPrune is the pruning of one such query.
+type latestPrune struct {
+	key buffer.TableKey // lower-cased
+	col string          // the key column, as the table names it
+	// nonNull are the columns arg_max (and max_by) read: a row credits
+	// its key only if none of them is NULL in it.
+	nonNull []string
+}
+
+// latestBudget bounds the work of a pruning (rows read and dictionary
+// entries looked up): some tens of milliseconds at most, where DuckDB's
+// aggregate spends about 50 ns on each row it is given.
+const latestBudget = 1 << 26
+
+// latestOf returns the pruning of the statement tree, nil if its shape is
+// not the one above.
+func latestOf(tree map[string]any, db string, snap *catalog.Snapshot) *latestPrune {
+	node, t, sh, ok := oneTableSelect(tree, db, snap)
+	if !ok || node["where_clause"] != nil {
+		return nil
+	}
+	groups, _ := node["group_expressions"].([]any)
+	sets, _ := node["group_sets"].([]any)
+	if len(groups) != 1 || len(sets) > 1 {
+		return nil
+	}
+	g, ok := sh.colRef(groups[0])
+	if !ok || g == buffer.TimeColumn {
+		return nil
+	}
+	col, ok := findColumn(t, g)
+	if !ok || !isStringColumn(t, col) {
+		return nil
+	}
+	sh.keys = map[string]bool{g: true}
+	p := &latestPrune{key: lowerKey(t.Database, t.Name), col: col}
+	list, _ := node["select_list"].([]any)
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		if m == nil {
+			return nil
+		}
+		switch m["class"] {
+		case "CONSTANT":
+		case "COLUMN_REF":
+			if n, ok := sh.colRef(m); !ok || n != g {
+				return nil
+			}
+		case "FUNCTION":
+			c, ok := sh.lastAggregate(m)
+			if !ok {
+				return nil
+			}
+			if c != "" {
+				name, ok := findColumn(t, c)
+				if !ok {
+					return nil
+				}
+				p.nonNull = append(p.nonNull, name)
+			}
+		default:
+			return nil
+		}
+	}
+	mods, _ := node["modifiers"].([]any)
+	for _, x := range mods {
+		if !groupModifier(x) {
+			return nil
+		}
+	}
+	return p
+}
+
+func isStringColumn(t *catalog.Table, name string) bool {
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return c.Type.ID() == arrow.STRING
+		}
+	}
+	return false
+}
+
+// prune leaves out of chunks those it can (see above) and returns the
+// rest, with how many it left out; files are returned as they are.
+// Chunks left out are released.
+func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64) ([]buffer.Chunk, []persist.File, int) {
+	order := make([]int, 0, len(chunks))
+	for i, c := range chunks {
+		if c.Rec.NumRows() > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+	sure := metaAgg{exact: allTime}
+	b := newLatestBounds()
+	out := make([]bool, len(chunks))
+	n := 0
+	for _, i := range order {
+		if b.work > latestBudget {
+			break
+		}
+		c := chunks[i]
+		k, ok := latestKeyOf(c.Rec, p.col)
+		if !ok {
+			continue
+		}
+		if b.covered(k, c.MaxTime) {
+			out[i] = true
+			n++
+			continue
+		}
+		if sure.sure(c.MinTime, c.MaxTime, cutoff) {
+			b.credit(c.Rec, k, p.nonNull)
+		}
+	}
+	if n == 0 {
+		return chunks, files, 0
+	}
+	// Released only now: a dictionary's memory freed while the loop runs
+	// could be reused by another at the same address, which its memo
+	// (dictID) would then take for the first.
+	kept := chunks[:0]
+	for i, c := range chunks {
+		if out[i] {
+			c.Rec.Release()
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, files, n
+}
+
+// latestKey is a chunk's key column: its dictionary-encoded strings, or
+// none (dict nil: a chunk written before the column existed, every key
+// NULL).
+type latestKey struct {
+	arr  *array.Dictionary
+	dict *array.String
+	idx  []int32
+}
+
+// latestKeyOf finds column col of rec; ok is false for a column that is
+// not dictionary-encoded strings with int32 indices (such a chunk is
+// kept and credits nothing).
+func latestKeyOf(rec arrow.RecordBatch, col string) (latestKey, bool) {
+	ix := rec.Schema().FieldIndices(col)
+	if len(ix) == 0 {
+		return latestKey{}, true
+	}
+	d, ok := rec.Column(ix[0]).(*array.Dictionary)
+	if !ok {
+		return latestKey{}, false
+	}
+	dict, ok := d.Dictionary().(*array.String)
+	idx, ok2 := d.Indices().(*array.Int32)
+	if !ok || !ok2 {
+		return latestKey{}, false
+	}
+	return latestKey{arr: d, dict: dict, idx: idx.Int32Values()}, true
+}
+
+// hasNull says whether a row of the chunk (of rows rows) has a NULL key.
+func (k latestKey) hasNull() bool { return k.arr == nil || k.arr.NullN() > 0 }
+
+// latestBounds are, per key value, the greatest time of a kept row that
+// credits it.
+type latestBounds struct {
+	bound     map[string]int64
+	null      int64 // of the NULL key; math.MinInt64: none yet
+	version   int   // changes with every raised bound
+	dictMemos map[dictID]*dictMemo
+	work      int
+}
+
+// dictID names a dictionary: the chunks of a partition share its memory
+// until it grows.
+type dictID struct {
+	offsets *int32
+	n       int
+}
+
+// dictMemo is, at a version of the bounds, the bound of each of a
+// dictionary's values (math.MinInt64: none) and the least of them.
+type dictMemo struct {
+	bounds  []int64
+	least   int64
+	version int
+}
+
+func newLatestBounds() *latestBounds {
+	return &latestBounds{bound: map[string]int64{}, null: math.MinInt64, dictMemos: map[dictID]*dictMemo{}}
+}
+
+// covered says whether every key value of a chunk's rows (key k) has a
+// bound after maxTime. When every value of its dictionary has one, the
+// rows are not read.
+func (b *latestBounds) covered(k latestKey, maxTime int64) bool {
+	if k.hasNull() && b.null <= maxTime {
+		return false
+	}
+	if k.dict == nil || k.dict.Len() == 0 {
+		return true
+	}
+	m := b.memo(k.dict)
+	if m.least > maxTime {
+		return true
+	}
+	// A value of the dictionary has no later bound (a series that
+	// stopped, a value of a newer chunk): the chunk is covered if none
+	// of its rows holds such a value.
+	b.work += len(k.idx)
+	if k.arr.NullN() == 0 {
+		for _, v := range k.idx {
+			if m.bounds[v] <= maxTime {
+				return false
+			}
+		}
+		return true
+	}
+	for r, v := range k.idx {
+		if k.arr.IsValid(r) && m.bounds[v] <= maxTime {
+			return false
+		}
+	}
+	return true
+}
+
+// memo is dict's memo at the bounds' version, made again when they have
+// changed since.
+func (b *latestBounds) memo(dict *array.String) *dictMemo {
+	id := dictID{offsets: unsafe.SliceData(dict.ValueOffsets()), n: dict.Len()}
+	m := b.dictMemos[id]
+	if m != nil && m.version == b.version {
+		return m
+	}
+	if m == nil {
+		m = &dictMemo{bounds: make([]int64, dict.Len())}
+		b.dictMemos[id] = m
+	}
+	m.version, m.least = b.version, math.MaxInt64
+	for i := range m.bounds {
+		v, ok := b.bound[dict.Value(i)]
+		if !ok {
+			v = math.MinInt64
+		}
+		m.bounds[i] = v
+		m.least = min(m.least, v)
+	}
+	b.work += dict.Len()
+	return m
+}
+
+// credit raises the bounds of the key values of rec's rows (key k) to
+// their greatest times, counting only rows where no column of nonNull is
+// NULL.
+func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []string) {
+	n := int(rec.NumRows())
+	b.work += n
+	ti := rec.Schema().FieldIndices(buffer.TimeColumn)
+	if len(ti) == 0 {
+		return
+	}
+	ts, ok := rec.Column(ti[0]).(*array.Timestamp)
+	if !ok {
+		return
+	}
+	times := ts.TimestampValues()
+	var need []arrow.Array // columns whose NULLs make a row credit nothing
+	for _, name := range nonNull {
+		ix := rec.Schema().FieldIndices(name)
+		if len(ix) == 0 {
+			return // every row NULL there
+		}
+		if a := rec.Column(ix[0]); a.NullN() > 0 {
+			need = append(need, a)
+		}
+	}
+	if ts.NullN() > 0 {
+		need = append(need, ts)
+	}
+	counts := func(r int) bool {
+		for _, a := range need {
+			if a.IsNull(r) {
+				return false
+			}
+		}
+		return true
+	}
+	raised := false
+	if k.dict == nil {
+		for r := range n {
+			if t := int64(times[r]); counts(r) && t > b.null {
+				b.null, raised = t, true
+			}
+		}
+	} else {
+		best := make([]int64, k.dict.Len())
+		for i := range best {
+			best[i] = math.MinInt64
+		}
+		keyNulls := k.arr.NullN() > 0
+		for r := range n {
+			if !counts(r) {
+				continue
+			}
+			t := int64(times[r])
+			if keyNulls && k.arr.IsNull(r) {
+				if t > b.null {
+					b.null, raised = t, true
+				}
+				continue
+			}
+			if v := k.idx[r]; t > best[v] {
+				best[v] = t
+			}
+		}
+		b.work += len(best)
+		for i, t := range best {
+			if t == math.MinInt64 {
+				continue
+			}
+			s := k.dict.Value(i)
+			if old, ok := b.bound[s]; !ok || t > old {
+				b.bound[s], raised = t, true
+			}
+		}
+	}
+	if raised {
+		b.version++
+	}
+}

@@ -1,0 +1,183 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// TestLatestRows checks the latest row per key without a last-value cache
+// (latest.go) against a plain DuckDB holding the same rows (times all
+// distinct, so that every answer is one): rows in persisted files, in
+// two partitions of the buffer and in many chunks; a key value only in
+// older chunks and one only in the files; NULL keys; a key whose newest
+// rows have a NULL usage (arg_max must reach back past them, arg_max_null
+// must not); a key column added late (older chunks lack it: all NULL).
+// Shapes that need older rows must read every row as before.
+func TestLatestRows(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(7, 8))
+	seen := map[int64]bool{}
+	write := func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool) {
+		ts, hosts, usages, regions := make([]any, 0, n), make([]any, n), make([]any, n), make([]any, n)
+		for len(ts) < n {
+			v := start + rng.Int64N(span)
+			if !seen[v] {
+				seen[v] = true
+				ts = append(ts, v)
+			}
+		}
+		for i := range n {
+			hosts[i] = host(i)
+			usages[i] = usage(i, hosts[i])
+			if rng.IntN(7) > 0 {
+				regions[i] = fmt.Sprintf("r%d", rng.IntN(3))
+			}
+		}
+		cols := []col{{"time", tsNs, ts}, {"host", arrow.BinaryTypes.String, hosts}, {"usage", arrow.PrimitiveTypes.Float64, usages}}
+		if withRegion {
+			cols = append(cols, col{"region", arrow.BinaryTypes.String, regions})
+		}
+		rec := batch(s.mem, cols...)
+		ref.append("db", "cpu", rec)
+		s.write("db", "cpu", rec)
+	}
+	someHost := func(int) any { return fmt.Sprintf("h%d", rng.IntN(6)) }
+	someUsage := func(int, any) any {
+		if rng.IntN(9) == 0 {
+			return nil
+		}
+		return float64(rng.IntN(1000)) / 10
+	}
+	// Two persisted segments; "gone" is only in the first.
+	write(base, int64(time.Hour), 3000, func(i int) any {
+		if i%50 == 0 {
+			return "gone"
+		}
+		return someHost(i)
+	}, someUsage, false)
+	s.roll()
+	write(base+int64(time.Hour), int64(time.Hour), 3000, someHost, someUsage, false)
+	s.roll()
+	s.waitReleased(t, 2)
+	// The buffered segment: a day before (a partition of its own), then
+	// batches of rising times, ~5 chunks of 8192 rows.
+	write(base-int64(24*time.Hour), int64(time.Hour), 2000, someHost, someUsage, false)
+	start := base + 3*int64(time.Hour)
+	for j := range 8 {
+		host := someHost
+		switch j {
+		case 0: // "early" only here
+			host = func(i int) any {
+				if i%40 == 0 {
+					return "early"
+				}
+				return someHost(i)
+			}
+		case 3: // NULL keys only here: in chunks whose other keys all have later rows
+			host = func(i int) any {
+				if i%30 == 0 {
+					return nil
+				}
+				return someHost(i)
+			}
+		}
+		usage := someUsage
+		if j >= 6 { // h1's newest rows have no usage: its arg_max is older
+			usage = func(i int, h any) any {
+				if h == "h1" {
+					return nil
+				}
+				return someUsage(i, h)
+			}
+		}
+		write(start+int64(j)*int64(10*time.Minute), int64(12*time.Minute), 5000, host, usage, j >= 3)
+	}
+	queries := []string{
+		"SELECT host, max(time) FROM db.cpu GROUP BY host",
+		"SELECT host, arg_max(usage, time), max(time) FROM db.cpu GROUP BY host",
+		"SELECT host, arg_max_null(usage, time) FROM db.cpu GROUP BY host",
+		"SELECT host, max_by(usage, time) AS u, max_by(region, time) AS r FROM db.cpu GROUP BY host ORDER BY host LIMIT 4",
+		"SELECT region, max(time), arg_max(host, time), arg_max(usage, time) FROM db.cpu GROUP BY region",
+		"SELECT region, arg_max_null(host, time) FROM db.cpu GROUP BY region",
+		"SELECT c.host, max(c.time) FROM db.cpu c GROUP BY c.host",
+		"SELECT HOST, MAX(TIME) FROM DB.CPU GROUP BY HOST",
+		"SELECT 1, host FROM db.cpu GROUP BY host",
+		"SELECT host FROM db.cpu GROUP BY host ORDER BY host DESC",
+		"SELECT host, arg_max(time, time) FROM db.cpu GROUP BY host",
+	}
+	before := s.e.Stats()
+	for _, q := range queries {
+		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
+	}
+	st := s.e.Stats()
+	if st.LatestChunks == before.LatestChunks {
+		t.Errorf("no chunk left out")
+	}
+	t.Logf("%d chunks left out over %d queries", st.LatestChunks-before.LatestChunks, len(queries))
+
+	// A chunk without the column arg_max reads (its rows are NULL there)
+	// credits nothing: here the newest chunks, a day later, were written
+	// before the table had "region".
+	ref.exec(`CREATE TABLE db.late (time TIMESTAMP_NS, host VARCHAR, region VARCHAR)`)
+	for day, withRegion := range []bool{false, true} {
+		n := 3000
+		ts, hosts, regions := make([]any, n), make([]any, n), make([]any, n)
+		for i := range n {
+			ts[i] = base + int64(1-day)*int64(24*time.Hour) + int64(i)*int64(time.Second)
+			hosts[i] = fmt.Sprintf("h%d", i%4)
+			regions[i] = fmt.Sprintf("r%d", i%3)
+		}
+		cols := []col{{"time", tsNs, ts}, {"host", arrow.BinaryTypes.String, hosts}}
+		if withRegion {
+			cols = append(cols, col{"region", arrow.BinaryTypes.String, regions})
+		}
+		rec := batch(s.mem, cols...)
+		ref.append("db", "late", rec)
+		s.write("db", "late", rec)
+	}
+	for _, q := range []string{
+		"SELECT host, arg_max(region, time) FROM db.late GROUP BY host",
+		"SELECT host, max(time), max_by(region, time) FROM db.late GROUP BY host",
+	} {
+		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
+	}
+
+	// Shapes it must not prune: they need older rows.
+	others := []string{
+		"SELECT host, min(time) FROM db.cpu GROUP BY host",
+		"SELECT host, count(*) FROM db.cpu GROUP BY host",
+		"SELECT host, max(usage) FROM db.cpu GROUP BY host",
+		"SELECT host, arg_max(usage, usage) FROM db.cpu GROUP BY host",
+		"SELECT host, arg_max(usage, time, 2) FROM db.cpu GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE usage > 50 GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE host <> 'h1' GROUP BY host",
+		"SELECT host, max(time) FILTER (WHERE usage > 50) FROM db.cpu GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu GROUP BY host HAVING count(*) > 10",
+		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region",
+		"SELECT usage, max(time) FROM db.cpu GROUP BY usage",
+		"SELECT upper(host), max(time) FROM db.cpu GROUP BY upper(host)",
+		"SELECT host, max(time) + INTERVAL 1 SECOND FROM db.cpu GROUP BY host",
+		"SELECT host, max(time), sum(usage) FROM db.cpu GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu GROUP BY ROLLUP (host)",
+		"SELECT max(time) FROM db.cpu",
+		"SELECT host, max(time) OVER (PARTITION BY host) FROM db.cpu",
+		"SELECT a.host, max(a.time) FROM db.cpu a JOIN db.cpu b USING (time) GROUP BY a.host",
+	}
+	before = s.e.Stats()
+	for _, q := range others {
+		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
+	}
+	if st := s.e.Stats(); st.LatestChunks != before.LatestChunks {
+		t.Errorf("a shape that needs older rows was pruned: %d chunks", st.LatestChunks-before.LatestChunks)
+	}
+}
