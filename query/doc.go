@@ -165,8 +165,9 @@
 // per key, without a last-value cache — reads only the buffered chunks
 // that hold a key value's latest row: chunks newest first credit each
 // key value of their rows with its latest time, and a chunk whose every
-// key value already has a later row is left out (latest.go). Persisted
-// files are read.
+// key value already has a later row is left out (latest.go), and so is a
+// persisted file whose key values, from its dictionary pages, all have
+// later rows in the chunks (latest_files.go).
 //
 // # What repeats is not redone
 //

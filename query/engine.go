@@ -190,7 +190,7 @@ type Engine struct {
 	newestChunks, newestFiles atomic.Int64
 	// latestChunks are left out as older than every key's latest row
 	// (latest.go).
-	latestChunks atomic.Int64
+	latestChunks, latestFiles atomic.Int64
 	// deleteFilesRead and deleteFilesSkipped are the persisted files a
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
 	deleteFilesRead, deleteFilesSkipped atomic.Int64
@@ -209,6 +209,9 @@ type Engine struct {
 	// pageIndexes holds the decoded page indexes of persisted files'
 	// row groups (pqindex.go).
 	pageIndexes *lru[pqIndexKey, *rgIndex]
+	// fileKeys holds the key values persisted files can hold, for the
+	// latest row per key (latest_files.go).
+	fileKeys *lru[fileKeysKey, *fileKeySet]
 
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
@@ -321,6 +324,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		footers:      newLRU[footerKey, *metadata.FileMetaData](defaultFooterCacheBytes),
 		groupStats:   newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
 		pageIndexes:  newLRU[pqIndexKey, *rgIndex](defaultPageIndexCacheBytes),
+		fileKeys:     newLRU[fileKeysKey, *fileKeySet](defaultFileKeysBytes),
 		scanMem:      buffer.NewRecycler(wb.Allocator())}
 	if cfg.PageCacheSize > 0 {
 		e.pages = newLRU[pqPageKey, *pqPage](cfg.PageCacheSize)
@@ -467,7 +471,7 @@ type Stats struct {
 	NewestChunks, NewestFiles int64
 	// Chunks left out of a latest row per key (GROUP BY key with max and
 	// arg_max of time) as older than every key's latest row (latest.go).
-	LatestChunks int64
+	LatestChunks, LatestFiles int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it
 	// matches (delete_rewrite.go).
@@ -489,7 +493,7 @@ func (e *Engine) Stats() Stats {
 	}
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
-	st.LatestChunks = e.latestChunks.Load()
+	st.LatestChunks, st.LatestFiles = e.latestChunks.Load(), e.latestFiles.Load()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()

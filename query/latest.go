@@ -37,9 +37,11 @@ import (
 // tie changes without it. For arg_max(col, time), which skips rows whose
 // col is NULL, only rows with every such col non-NULL credit.
 //
-// Persisted files are kept: which key values a file holds is not known
-// without reading it. A query over a table mostly persisted prunes only
-// its buffered part, and is never wrong.
+// Persisted files credit nothing (their rows are not read to prune), but
+// one is left out the same way when the key values it can hold are known
+// from its dictionary pages (latest_files.go): a table persisted up to
+// its last hour is read as that hour's chunks. With nothing buffered,
+// every file is read.
 //
 // Crediting reads the key and time of a chunk's rows. Checking a chunk
 // looks up its dictionary's values (once per dictionary and change of
@@ -131,10 +133,11 @@ func isStringColumn(t *catalog.Table, name string) bool {
 	return false
 }
 
-// prune leaves out of chunks those it can (see above) and returns the
-// rest, with how many it left out; files are returned as they are.
-// Chunks left out are released.
-func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64) ([]buffer.Chunk, []persist.File, int) {
+// prune leaves out of chunks and files those it can (see above) and
+// returns the rest, with how many of each it left out. keysOf gives the
+// key values a file can hold (latest_files.go; nil: not known). Chunks
+// left out are released.
+func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64, keysOf func(persist.File) *fileKeySet) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
 	order := make([]int, 0, len(chunks))
 	for i, c := range chunks {
 		if c.Rec.NumRows() > 0 {
@@ -164,8 +167,37 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 			b.credit(c.Rec, k, p.nonNull)
 		}
 	}
+	// Files credit nothing (their rows are not read here): one is left
+	// out when every key value it can hold has a later row.
+	outFiles := make([]bool, len(files))
+	for i, f := range files {
+		if f.Rows == 0 || b.latest <= f.MaxTime || b.work > latestBudget {
+			continue
+		}
+		ks := keysOf(f)
+		if ks == nil || !ks.known {
+			continue
+		}
+		b.work += len(ks.values) + fileLookCost
+		if ks.null && b.null <= f.MaxTime {
+			continue
+		}
+		if b.coveredValues(ks.values, f.MaxTime) {
+			outFiles[i] = true
+			nfiles++
+		}
+	}
+	if nfiles > 0 {
+		keptFiles := make([]persist.File, 0, len(files)-nfiles)
+		for i, f := range files {
+			if !outFiles[i] {
+				keptFiles = append(keptFiles, f)
+			}
+		}
+		files = keptFiles
+	}
 	if n == 0 {
-		return chunks, files, 0
+		return chunks, files, 0, nfiles
 	}
 	// Released only now: a dictionary's memory freed while the loop runs
 	// could be reused by another at the same address, which its memo
@@ -178,8 +210,12 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		}
 		kept = append(kept, c)
 	}
-	return kept, files, n
+	return kept, files, n, nfiles
 }
+
+// fileLookCost is the work a file's key set counts for besides its
+// values: a footer and dictionary pages read the first time.
+const fileLookCost = 1 << 12
 
 // latestKey is a chunk's key column: its dictionary-encoded strings, or
 // none (dict nil: a chunk written before the column existed, every key
@@ -218,6 +254,7 @@ func (k latestKey) hasNull() bool { return k.arr == nil || k.arr.NullN() > 0 }
 type latestBounds struct {
 	bound     map[string]int64
 	null      int64 // of the NULL key; math.MinInt64: none yet
+	latest    int64 // the greatest bound, NULL's included
 	version   int   // changes with every raised bound
 	dictMemos map[dictID]*dictMemo
 	work      int
@@ -239,7 +276,7 @@ type dictMemo struct {
 }
 
 func newLatestBounds() *latestBounds {
-	return &latestBounds{bound: map[string]int64{}, null: math.MinInt64, dictMemos: map[dictID]*dictMemo{}}
+	return &latestBounds{bound: map[string]int64{}, null: math.MinInt64, latest: math.MinInt64, dictMemos: map[dictID]*dictMemo{}}
 }
 
 // covered says whether every key value of a chunk's rows (key k) has a
@@ -270,6 +307,17 @@ func (b *latestBounds) covered(k latestKey, maxTime int64) bool {
 	}
 	for r, v := range k.idx {
 		if k.arr.IsValid(r) && m.bounds[v] <= maxTime {
+			return false
+		}
+	}
+	return true
+}
+
+// coveredValues says whether every one of values has a bound after
+// maxTime.
+func (b *latestBounds) coveredValues(values []string, maxTime int64) bool {
+	for _, v := range values {
+		if t, ok := b.bound[v]; !ok || t <= maxTime {
 			return false
 		}
 	}
@@ -342,6 +390,7 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 		for r := range n {
 			if t := int64(times[r]); counts(r) && t > b.null {
 				b.null, raised = t, true
+				b.latest = max(b.latest, t)
 			}
 		}
 	} else {
@@ -358,6 +407,7 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 			if keyNulls && k.arr.IsNull(r) {
 				if t > b.null {
 					b.null, raised = t, true
+					b.latest = max(b.latest, t)
 				}
 				continue
 			}
@@ -373,6 +423,7 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 			s := k.dict.Value(i)
 			if old, ok := b.bound[s]; !ok || t > old {
 				b.bound[s], raised = t, true
+				b.latest = max(b.latest, t)
 			}
 		}
 	}

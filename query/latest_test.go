@@ -14,10 +14,11 @@ import (
 )
 
 // TestLatestRows checks the latest row per key without a last-value cache
-// (latest.go) against a plain DuckDB holding the same rows (times all
-// distinct, so that every answer is one): rows in persisted files, in
-// two partitions of the buffer and in many chunks; a key value only in
-// older chunks and one only in the files; NULL keys; a key whose newest
+// (latest.go, latest_files.go) against a plain DuckDB holding the same
+// rows (times all distinct, so that every answer is one): rows in
+// persisted files, in two partitions of the buffer and in many chunks; a
+// key value only in older chunks and one only in a file; NULL keys, in
+// chunks and in a file; a key whose newest
 // rows have a NULL usage (arg_max must reach back past them, arg_max_null
 // must not); a key column added late (older chunks lack it: all NULL).
 // Shapes that need older rows must read every row as before.
@@ -67,8 +68,32 @@ func TestLatestRows(t *testing.T) {
 	}, someUsage, false)
 	s.roll()
 	write(base+int64(time.Hour), int64(time.Hour), 3000, someHost, someUsage, false)
+	// db.fnull: a file whose NULL keys have no later row, then buffered
+	// rows of its other keys (and of the empty string, which is not NULL).
+	ref.exec(`CREATE TABLE db.fnull (time TIMESTAMP_NS, host VARCHAR)`)
+	fnull := func(start int64, nulls bool) {
+		n := 1000
+		ts, hosts := make([]any, n), make([]any, n)
+		for i := range n {
+			ts[i] = start + int64(i)*int64(time.Second)
+			hosts[i] = fmt.Sprintf("h%d", i%2)
+			switch {
+			case nulls && i%10 == 0:
+				hosts[i] = nil
+			case !nulls && i%10 == 0:
+				// The empty string: the file's dictionary holds one
+				// in the place of its NULLs.
+				hosts[i] = ""
+			}
+		}
+		rec := batch(s.mem, col{"time", tsNs, ts}, col{"host", arrow.BinaryTypes.String, hosts})
+		ref.append("db", "fnull", rec)
+		s.write("db", "fnull", rec)
+	}
+	fnull(base+int64(time.Hour), true)
 	s.roll()
 	s.waitReleased(t, 2)
+	fnull(base+int64(5*time.Hour), false)
 	// The buffered segment: a day before (a partition of its own), then
 	// batches of rising times, ~5 chunks of 8192 rows.
 	write(base-int64(24*time.Hour), int64(time.Hour), 2000, someHost, someUsage, false)
@@ -115,15 +140,16 @@ func TestLatestRows(t *testing.T) {
 		"SELECT host FROM db.cpu GROUP BY host ORDER BY host DESC",
 		"SELECT host, arg_max(time, time) FROM db.cpu GROUP BY host",
 	}
+	queries = append(queries, "SELECT host, max(time) FROM db.fnull GROUP BY host")
 	before := s.e.Stats()
 	for _, q := range queries {
 		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
 	}
 	st := s.e.Stats()
-	if st.LatestChunks == before.LatestChunks {
-		t.Errorf("no chunk left out")
+	if st.LatestChunks == before.LatestChunks || st.LatestFiles == before.LatestFiles {
+		t.Errorf("no chunk or no file left out: %d chunks, %d files", st.LatestChunks-before.LatestChunks, st.LatestFiles-before.LatestFiles)
 	}
-	t.Logf("%d chunks left out over %d queries", st.LatestChunks-before.LatestChunks, len(queries))
+	t.Logf("%d chunks and %d files left out over %d queries", st.LatestChunks-before.LatestChunks, st.LatestFiles-before.LatestFiles, len(queries))
 
 	// A chunk without the column arg_max reads (its rows are NULL there)
 	// credits nothing: here the newest chunks, a day later, were written
@@ -177,7 +203,7 @@ func TestLatestRows(t *testing.T) {
 	for _, q := range others {
 		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
 	}
-	if st := s.e.Stats(); st.LatestChunks != before.LatestChunks {
-		t.Errorf("a shape that needs older rows was pruned: %d chunks", st.LatestChunks-before.LatestChunks)
+	if st := s.e.Stats(); st.LatestChunks != before.LatestChunks || st.LatestFiles != before.LatestFiles {
+		t.Errorf("a shape that needs older rows was pruned: %d chunks, %d files", st.LatestChunks-before.LatestChunks, st.LatestFiles-before.LatestFiles)
 	}
 }

@@ -25,6 +25,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_metadata_files_total", "Persisted files counted from their metadata, not read.", func(s Stats) float64 { return float64(s.MetaFiles) }),
 		counter("apron_query_newest_chunks_skipped_total", "Buffered chunks left out of an ORDER BY time DESC LIMIT as older than its rows.", func(s Stats) float64 { return float64(s.NewestChunks) }),
 		counter("apron_query_latest_chunks_skipped_total", "Buffered chunks left out of a latest row per key (GROUP BY key with max or arg_max of time) as older than every key's latest row.", func(s Stats) float64 { return float64(s.LatestChunks) }),
+		counter("apron_query_latest_files_skipped_total", "Persisted files left out of a latest row per key (GROUP BY key with max or arg_max of time) as older than every key's latest row.", func(s Stats) float64 { return float64(s.LatestFiles) }),
 		counter("apron_query_newest_files_skipped_total", "Persisted files left out of an ORDER BY time DESC LIMIT as older than its rows.", func(s Stats) float64 { return float64(s.NewestFiles) }),
 		counter("apron_query_delete_files_read_total", "Persisted files a DELETE by rewrite read whole.", func(s Stats) float64 { return float64(s.DeleteFilesRead) }),
 		counter("apron_query_delete_files_skipped_total", "Persisted files a DELETE by rewrite did not read: outside its time bounds, or without a row it matches.", func(s Stats) float64 { return float64(s.DeleteFilesSkipped) }),

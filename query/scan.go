@@ -402,9 +402,19 @@ func apron_scan_init(p unsafe.Pointer) {
 				bd.e.newestFiles.Add(int64(nf))
 			}
 			if qs != nil && qs.latest != nil && qs.latest.key == lowerKey(bd.key.Database, bd.key.Table) {
-				var nc int
-				g.chunks, g.files, nc = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database))
+				col := qs.latest.col
+				keysOf := func(f persist.File) *fileKeySet {
+					ks, err := bd.e.fileKeysOf(g.ctx, f, col)
+					if err != nil {
+						bd.e.log.Debug("latest row per key: a file's key values not read; it is scanned", "file", f.Path, "err", err)
+						return nil
+					}
+					return ks
+				}
+				var nc, nf int
+				g.chunks, g.files, nc, nf = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database), keysOf)
 				bd.e.latestChunks.Add(int64(nc))
+				bd.e.latestFiles.Add(int64(nf))
 			}
 		}
 	}

@@ -1,0 +1,150 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/apron-db/apron/persist"
+)
+
+// The key values a persisted file can hold, for the latest row per key
+// (latest.go): the values of the dictionary pages of the key column's
+// chunks, when every data page of each is dictionary-encoded (Apron
+// writes string columns of few values with one dictionary a file:
+// persist/parquet.go), and NULL when a chunk's statistics count nulls or
+// do not say. Anything else (a chunk of plain pages, no encoding
+// statistics, the column missing) and the set is not known: the file is
+// read. A superset is enough: it only keeps a file that could have been
+// left out.
+
+// fileKeySet is what fileKeysOf found.
+type fileKeySet struct {
+	values []string
+	null   bool
+	known  bool
+}
+
+// fileKeysKey names a file's key set: the file as the footer caches know
+// it, and the column.
+type fileKeysKey struct {
+	file footerKey
+	col  string
+}
+
+// defaultFileKeysBytes bounds the cached key sets, by their values' bytes
+// and 16 more a value.
+const defaultFileKeysBytes = 16 << 20
+
+// fileKeysOf returns the key values of f's column col, from the cache
+// when an earlier query read them; it reads f's footer and the
+// dictionary pages (through the page cache) otherwise.
+func (e *Engine) fileKeysOf(ctx context.Context, f persist.File, col string) (*fileKeySet, error) {
+	k := fileKeysKey{fileKey(f), col}
+	if s, ok := e.fileKeys.get(k); ok {
+		return s, nil
+	}
+	if e.cache == nil {
+		return nil, fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
+	}
+	path, unpin, err := e.cache.acquire(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	defer unpin()
+	pf, err := e.openFooter(path, f)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	s, err := readFileKeys(pf, col, e.pages, fileKey(f))
+	if err != nil {
+		return nil, fmt.Errorf("reading the values of %q in %s: %w", col, f.Path, err)
+	}
+	cost := int64(64)
+	for _, v := range s.values {
+		cost += int64(len(v)) + 16
+	}
+	e.fileKeys.put(k, s, cost)
+	return s, nil
+}
+
+func readFileKeys(pf *file.Reader, col string, pages *lru[pqPageKey, *pqPage], key footerKey) (*fileKeySet, error) {
+	md := pf.MetaData()
+	ci := md.Schema.ColumnIndexByName(col)
+	if ci < 0 || md.Schema.Column(ci).PhysicalType() != parquet.Types.ByteArray {
+		return &fileKeySet{}, nil
+	}
+	s := &fileKeySet{known: true}
+	seen := map[string]bool{}
+	for g := range md.NumRowGroups() {
+		rgm := md.RowGroup(g)
+		if rgm.NumRows() == 0 {
+			continue
+		}
+		cc, err := rgm.ColumnChunk(ci)
+		if err != nil {
+			return nil, err
+		}
+		if !dictionaryOnly(cc) {
+			return &fileKeySet{}, nil
+		}
+		if st, err := cc.Statistics(); err != nil || st == nil || !st.HasNullCount() || st.NullCount() > 0 {
+			s.null = true
+		}
+		pager := newPQPager(pf.RowGroup(g), ci, pages, pqPageKey{file: key, rg: int32(g)})
+		pg, err := pager.dictionary()
+		pager.close()
+		if err != nil {
+			return nil, err
+		}
+		if pg == nil || pg.enc != parquet.Encodings.Plain && pg.enc != parquet.Encodings.PlainDict {
+			return &fileKeySet{}, nil
+		}
+		data := pg.data
+		for range pg.nvals {
+			if len(data) < 4 {
+				return nil, fmt.Errorf("%w: dictionary short", errCorrupt)
+			}
+			l := int(binary.LittleEndian.Uint32(data))
+			if l > len(data)-4 {
+				return nil, fmt.Errorf("%w: dictionary short", errCorrupt)
+			}
+			if v := data[4 : 4+l]; !seen[string(v)] {
+				seen[string(v)] = true
+				s.values = append(s.values, string(v))
+			}
+			data = data[4+l:]
+		}
+	}
+	return s, nil
+}
+
+// dictionaryOnly says whether every data page of cc is dictionary-encoded
+// and it has a dictionary page, as its encoding statistics tell.
+func dictionaryOnly(cc *metadata.ColumnChunkMetaData) bool {
+	stats := cc.EncodingStats()
+	if len(stats) == 0 || cc.CryptoMetadata() != nil {
+		return false
+	}
+	dict := false
+	for _, s := range stats {
+		switch s.PageType {
+		case file.PageTypeDictionaryPage:
+			dict = true
+		case file.PageTypeDataPage, file.PageTypeDataPageV2:
+			if s.Encoding != parquet.Encodings.RLEDict && s.Encoding != parquet.Encodings.PlainDict {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return dict
+}
