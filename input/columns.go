@@ -14,6 +14,8 @@ type colSpec struct {
 	name   string
 	kind   Kind
 	origin typeOrigin
+	// dict: a string column sent dictionary-encoded (dictCol).
+	dict bool
 }
 
 // colBuilder appends values of one column. It keeps the concrete builder
@@ -34,18 +36,22 @@ type colBuilder struct {
 	ts        *array.TimestampBuilder
 	fx        *fixedCol  // instead of b, for the fixed-width kinds of CSV chunks
 	sx        *stringCol // instead of b, for strings of CSV chunks
+	dx        *dictCol   // instead of b, for strings of few values of CSV chunks
 }
 
 // newDirectColBuilder is newColBuilder for a CSV chunk of rows rows: the
 // fixed-width kinds are written straight into Arrow buffers (fixedCol).
-func newDirectColBuilder(mem memory.Allocator, kind Kind, rows, dataBytes int) *colBuilder {
-	switch kind {
+func newDirectColBuilder(mem memory.Allocator, s colSpec, rows, dataBytes int) *colBuilder {
+	switch kind := s.kind; kind {
 	case KindInt64, KindUint64, KindFloat64, KindTimestamp:
 		return &colBuilder{kind: kind, fx: newFixedCol(mem, kind, rows)}
 	case KindString:
+		if s.dict {
+			return &colBuilder{kind: kind, dx: newDictCol(mem, rows, dataBytes)}
+		}
 		return &colBuilder{kind: kind, sx: newStringCol(mem, rows, dataBytes+dataBytes/8)}
 	}
-	return newColBuilder(mem, kind, rows, dataBytes)
+	return newColBuilder(mem, s.kind, rows, dataBytes)
 }
 
 // newColBuilder reserves rows values (and dataBytes of string data) up
@@ -91,6 +97,10 @@ func (c *colBuilder) appendNull() {
 		c.sx.putNull()
 		return
 	}
+	if c.dx != nil {
+		c.dx.putNull()
+		return
+	}
 	c.b.AppendNull()
 }
 
@@ -103,6 +113,9 @@ func (c *colBuilder) appendText(v []byte, tp *timeParser) error {
 		}
 		if c.sx != nil {
 			return c.sx.put(v)
+		}
+		if c.dx != nil {
+			return c.dx.put(v)
 		}
 		c.str.BinaryBuilder.Append(v)
 	case KindInt64:
@@ -162,6 +175,9 @@ func (c *colBuilder) newArray() arrow.Array {
 	if c.sx != nil {
 		return c.sx.newArray()
 	}
+	if c.dx != nil {
+		return c.dx.newArray()
+	}
 	return c.b.NewArray()
 }
 
@@ -172,6 +188,10 @@ func (c *colBuilder) release() {
 	}
 	if c.sx != nil {
 		c.sx.release()
+		return
+	}
+	if c.dx != nil {
+		c.dx.release()
 		return
 	}
 	c.b.Release()
@@ -203,6 +223,9 @@ func schemaOf(specs []colSpec) *arrow.Schema {
 	fields := make([]arrow.Field, len(specs))
 	for i, s := range specs {
 		fields[i] = arrow.Field{Name: s.name, Type: s.kind.arrowType(), Nullable: true}
+		if s.dict {
+			fields[i].Type = dictType
+		}
 	}
 	return arrow.NewSchema(fields, nil)
 }

@@ -128,6 +128,15 @@ func readHeader(c *config, sc *fieldScanner) ([]string, error) {
 	}
 }
 
+// A string column is dictionary-encoded (dictCol) when its sample of at
+// least minDictSample rows holds at most one distinct value in
+// dictSampleShare rows; counting stops past maxDictSample values.
+const (
+	minDictSample   = 64
+	dictSampleShare = 4
+	maxDictSample   = sampleRows / dictSampleShare
+)
+
 // inferCSV decides each column's kind: --schema first, then the time
 // column (always a timestamp), then what the sample rows held. Rows that
 // do not scan are skipped here: the workers report them at their line.
@@ -143,6 +152,7 @@ func inferCSV(c *config, names []string, sc *fieldScanner) ([]colSpec, []int, er
 	}
 	kinds := make([]kindSet, len(names))
 	bytesSum := make([]int, len(names))
+	distinct := make([]map[string]bool, len(names)) // up to maxDictSample values
 	rows := 0
 	for rows < sampleRows && sc.skipBlank() {
 		for col := 0; ; col++ {
@@ -154,6 +164,12 @@ func inferCSV(c *config, names []string, sc *fieldScanner) ([]colSpec, []int, er
 			if col < len(names) && len(f) > 0 {
 				kinds[col].observeText(f)
 				bytesSum[col] += len(f)
+				if distinct[col] == nil {
+					distinct[col] = map[string]bool{}
+				}
+				if m := distinct[col]; len(m) <= maxDictSample {
+					m[string(f)] = true
+				}
 			}
 			if last {
 				break
@@ -180,6 +196,11 @@ func inferCSV(c *config, names []string, sc *fieldScanner) ([]colSpec, []int, er
 		if rows > 0 {
 			strBytes[i] = bytesSum[i]/rows + 1
 		}
+		// With Options.DictionaryStrings, a string column whose sample
+		// repeats its values (at most one distinct value in
+		// dictSampleShare of the rows) goes out dictionary-encoded
+		// (dictCol).
+		s.dict = c.DictionaryStrings && s.kind == KindString && rows >= minDictSample && len(distinct[i])*dictSampleShare <= rows
 		specs[i] = s
 	}
 	return specs, strBytes, nil

@@ -302,7 +302,7 @@ func (p *csvChunkParser) parse(ch *csvChunk) csvResult {
 	ncols := len(p.specs)
 	cols := make([]*colBuilder, ncols)
 	for i, s := range p.specs {
-		cols[i] = newDirectColBuilder(p.cfg.Mem, s.kind, ch.rows, p.strBytes[i]*ch.rows)
+		cols[i] = newDirectColBuilder(p.cfg.Mem, s, ch.rows, p.strBytes[i]*ch.rows)
 	}
 	if !utf8.Valid(ch.data) {
 		for _, c := range cols {

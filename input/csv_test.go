@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -519,5 +520,61 @@ func TestCSVStringGrowth(t *testing.T) {
 	for _, batch := range []int{2500, 3000, 64 << 10} {
 		bs := mustRead(t, "grow.csv", data.String(), Options{Format: CSV, BatchRows: batch})
 		equalStrings(t, fmt.Sprintf("rows in batches of %d", batch), allRows(bs), want)
+	}
+}
+
+// TestCSVDictionaryStrings: with Options.DictionaryStrings, string
+// columns whose sample repeats values come out dictionary-encoded, the
+// others as utf8; every value comes out as written, values first seen
+// after the sample, long ones (the dictionary's data grows) and nulls
+// first seen in the middle of a chunk included, in batches of any size.
+func TestCSVDictionaryStrings(t *testing.T) {
+	var data strings.Builder
+	data.WriteString("time,host,id,note\n")
+	type row struct{ host, id, note string }
+	var rows []row
+	for i := range 3000 {
+		r := row{host: fmt.Sprintf("host-%d", i%20), id: fmt.Sprintf("id-%d", i), note: "a"}
+		if i >= sampleRows {
+			r.host = fmt.Sprintf("host-%d", i%37)
+			r.note = strings.Repeat(string(rune('b'+i%20)), 1+i%300)
+			if i > 1500 && i%11 == 0 {
+				r.host = "" // null
+			}
+		}
+		fmt.Fprintf(&data, "2026-01-01T00:00:%02d.%06dZ,%s,%s,%s\n", i%60, i, r.host, r.id, r.note)
+		rows = append(rows, r)
+	}
+	const dictT = "dictionary<values=utf8, indices=int32, ordered=false>"
+	for _, dict := range []bool{false, true} {
+		// A dictionary cell prints as its value's text, a utf8 one quoted.
+		show := func(v string, encoded bool) string {
+			switch {
+			case v == "":
+				return "null"
+			case encoded:
+				return v
+			}
+			return strconv.Quote(v)
+		}
+		var want []string
+		for i, r := range rows {
+			want = append(want, fmt.Sprintf("%d %s %s %s", time.Date(2026, 1, 1, 0, 0, i%60, i*1000, time.UTC).UnixNano(),
+				show(r.host, dict), show(r.id, false), show(r.note, dict)))
+		}
+		wantSchema := "time:timestamp[ns, tz=UTC],host:utf8,id:utf8,note:utf8"
+		if dict {
+			wantSchema = "time:timestamp[ns, tz=UTC],host:" + dictT + ",id:utf8,note:" + dictT
+		}
+		for _, batch := range []int{700, 2500, 64 << 10} {
+			bs := mustRead(t, "dict.csv", data.String(), Options{Format: CSV, BatchRows: batch, DictionaryStrings: dict})
+			what := fmt.Sprintf("dictionary strings %v, batches of %d", dict, batch)
+			for _, b := range bs {
+				if b.Schema != wantSchema {
+					t.Fatalf("%s: schema %s, want %s", what, b.Schema, wantSchema)
+				}
+			}
+			equalStrings(t, what, allRows(bs), want)
+		}
 	}
 }

@@ -141,7 +141,11 @@
 // first, in order; a row longer than 64 MiB (a quote never closed) stops
 // the splitter, and the parser reports where the quote opened. Chunk
 // buffers are recycled. Close stops every goroutine and releases the
-// batches parsed ahead.
+// batches parsed ahead. With Options.DictionaryStrings (the CLI's), a
+// string column whose sample holds at most one distinct value in four
+// rows comes out dictionary<int32, utf8>, each batch with a dictionary
+// of its own in first-seen order (dictCol): `apron write` of
+// BenchmarkCLI's CSV then took ~5% less CPU, client and server together.
 //
 // JSONL and line protocol are parsed on the caller's goroutine (JSONL
 // with a scanner written for flat objects, line protocol with the

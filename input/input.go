@@ -46,6 +46,11 @@ type Options struct {
 	Precision  string           // line protocol timestamps: "ns" (default), "us", "ms", "s"
 	Table      string           // the table of CSV/JSONL/Parquet/Arrow batches (line protocol: each line's measurement)
 	Mem        memory.Allocator // nil = memory.DefaultAllocator
+	// DictionaryStrings: CSV and TSV string columns whose sample repeats
+	// its values come out as dictionary<int32, utf8> (dictCol), each
+	// batch with a dictionary of its own; the CLI sets it (less to send,
+	// less for the server to hash). Off, every string column is utf8.
+	DictionaryStrings bool
 }
 
 // Batch is a run of rows of one table.

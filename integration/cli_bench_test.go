@@ -36,7 +36,8 @@ import (
 // On two cores one run of each varies by ±30% (the server's GC and the
 // client share them), so the five are run in interleaved rounds and the
 // ratios are of the medians; every round drops its tables and waits for their
-// segment to be persisted, so each starts from the same state. APRON_BENCH_CLI_ROWS sets the rows
+// segment to be persisted, and the files written are flushed to disk
+// outside the measures, so each starts from the same state. APRON_BENCH_CLI_ROWS sets the rows
 // (default 11M: a ~1 GB CSV), APRON_BENCH_CLI_ROUNDS the rounds (5).
 // APRON_BENCH_PIN=1 runs the server on CPU 0 and the clients on CPU 1
 // (pinApart), to see which side limits each rate.
@@ -55,6 +56,11 @@ func BenchmarkCLI(b *testing.B) {
 	csvPath, pqPath := filepath.Join(dir, "cpu.csv"), filepath.Join(dir, "cpu.parquet")
 	writeBenchCSV(b, csvPath, recs)
 	writeBenchParquet(b, pqPath, recs)
+	// Written back now, not beside the first rounds' measures (the WAL's
+	// fsyncs queue behind 1.5 GB of dirty pages: the first two rounds'
+	// CSV writes ran at 40-60% of the others' rate).
+	syncPath(b, csvPath)
+	syncPath(b, pqPath)
 	b.Logf("%d rows: CSV %.0f MB, Parquet %.0f MB", rows, float64(fileSize(b, csvPath))/1e6, float64(fileSize(b, pqPath))/1e6)
 
 	s := startServer(b, b.TempDir(), benchServerArgs("--buffer-mem-limit", "16GiB")...)
@@ -90,6 +96,7 @@ func BenchmarkCLI(b *testing.B) {
 		timed("query/cli-parquet", func() {
 			mustApron(b, "", "query", "--host", s.Addr, "--format", "parquet", "--output", out, "SELECT * FROM bench.raw")
 		})
+		syncPath(b, out) // its write-back is not the next round's
 		for _, t := range []string{"raw", "pq", "csv"} {
 			if _, err := c.ExecuteUpdate(ctx, "DROP TABLE bench."+t); err != nil {
 				b.Fatalf("round %d: drop %s: %v", round, t, err)
@@ -208,6 +215,18 @@ func writeBenchCSV(b *testing.B, path string, recs []arrow.RecordBatch) {
 		b.Fatal(err)
 	}
 	fh.Close()
+}
+
+// syncPath flushes the file at path to disk.
+func syncPath(b *testing.B, path string) {
+	fh, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fh.Close()
+	if err := fh.Sync(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // writeBenchParquet writes recs as Parquet, zstd, row groups of 1M rows.

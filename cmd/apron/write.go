@@ -173,6 +173,7 @@ func (f *writeFlags) options(src *source) (input.Options, error) {
 	return input.Options{
 		Format: format, BatchRows: f.batchRows, Schema: f.schema, TimeColumn: f.timeColumn,
 		TimeFormat: f.timeFormat, Precision: f.precision, Table: f.table, Mem: memory.DefaultAllocator,
+		DictionaryStrings: true,
 	}, nil
 }
 
