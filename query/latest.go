@@ -246,7 +246,7 @@ func latestKeyOf(rec arrow.RecordBatch, col string) (latestKey, bool) {
 	return latestKey{arr: d, dict: dict, idx: idx.Int32Values()}, true
 }
 
-// hasNull says whether a row of the chunk (of rows rows) has a NULL key.
+// hasNull says whether a row of the chunk may have a NULL key.
 func (k latestKey) hasNull() bool { return k.arr == nil || k.arr.NullN() > 0 }
 
 // latestBounds are, per key value, the greatest time of a kept row that

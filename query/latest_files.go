@@ -99,31 +99,44 @@ func readFileKeys(pf *file.Reader, col string, pages *lru[pqPageKey, *pqPage], k
 			s.null = true
 		}
 		pager := newPQPager(pf.RowGroup(g), ci, pages, pqPageKey{file: key, rg: int32(g)})
-		pg, err := pager.dictionary()
+		known, err := dictionaryValues(pager, s, seen)
+		// Closed after the values are read: without a page cache the
+		// page is the reader's buffer.
 		pager.close()
-		if err != nil {
-			return nil, err
-		}
-		if pg == nil || pg.enc != parquet.Encodings.Plain && pg.enc != parquet.Encodings.PlainDict {
-			return &fileKeySet{}, nil
-		}
-		data := pg.data
-		for range pg.nvals {
-			if len(data) < 4 {
-				return nil, fmt.Errorf("%w: dictionary short", errCorrupt)
-			}
-			l := int(binary.LittleEndian.Uint32(data))
-			if l > len(data)-4 {
-				return nil, fmt.Errorf("%w: dictionary short", errCorrupt)
-			}
-			if v := data[4 : 4+l]; !seen[string(v)] {
-				seen[string(v)] = true
-				s.values = append(s.values, string(v))
-			}
-			data = data[4+l:]
+		if err != nil || !known {
+			return &fileKeySet{}, err
 		}
 	}
 	return s, nil
+}
+
+// dictionaryValues adds to s the values of the dictionary page pager
+// reads that seen does not hold; known is false when the chunk has no
+// dictionary page of PLAIN values.
+func dictionaryValues(pager *pqPager, s *fileKeySet, seen map[string]bool) (known bool, err error) {
+	pg, err := pager.dictionary()
+	if err != nil {
+		return false, err
+	}
+	if pg == nil || pg.enc != parquet.Encodings.Plain && pg.enc != parquet.Encodings.PlainDict {
+		return false, nil
+	}
+	data := pg.data
+	for range pg.nvals {
+		if len(data) < 4 {
+			return false, fmt.Errorf("%w: dictionary short", errCorrupt)
+		}
+		l := int(binary.LittleEndian.Uint32(data))
+		if l > len(data)-4 {
+			return false, fmt.Errorf("%w: dictionary short", errCorrupt)
+		}
+		if v := data[4 : 4+l]; !seen[string(v)] {
+			seen[string(v)] = true
+			s.values = append(s.values, string(v))
+		}
+		data = data[4+l:]
+	}
+	return true, nil
 }
 
 // dictionaryOnly says whether every data page of cc is dictionary-encoded

@@ -22,8 +22,14 @@ import (
 // rows have a NULL usage (arg_max must reach back past them, arg_max_null
 // must not); a key column added late (older chunks lack it: all NULL).
 // Shapes that need older rows must read every row as before.
+// Files' key values are read through the page cache, and without one.
 func TestLatestRows(t *testing.T) {
-	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	t.Run("page-cache", func(t *testing.T) { latestRows(t, Config{}) })
+	t.Run("no-page-cache", func(t *testing.T) { latestRows(t, Config{PageCacheSize: -1}) })
+}
+
+func latestRows(t *testing.T, cfg Config) {
+	s := newStoreEnv(t, objstore.NewMemory(), cfg)
 	ref := newRefDB(t)
 	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
 	rng := rand.New(rand.NewPCG(7, 8))
