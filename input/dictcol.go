@@ -83,14 +83,9 @@ func (d *dictCol) putNull() {
 
 func (d *dictCol) newArray() arrow.Array {
 	d.idxs.Resize(d.n * 4)
-	var valid *memory.Buffer
-	if d.valid != nil {
-		d.valid.Resize(int(bitutil.BytesForBits(int64(d.n))))
-		valid = d.valid
-	}
 	vals := d.vals.newArray()
 	defer vals.Release()
-	out := array.NewData(dictType, d.n, []*memory.Buffer{valid, d.idxs}, nil, d.nulls, 0)
+	out := array.NewData(dictType, d.n, []*memory.Buffer{cutValidity(d.valid, d.n), d.idxs}, nil, d.nulls, 0)
 	defer out.Release()
 	out.SetDictionary(vals.Data())
 	return array.MakeFromData(out)

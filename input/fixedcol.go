@@ -89,6 +89,14 @@ func (f *fixedCol) putNull() {
 
 // newValidity is the validity bitmap a column starts at its first null:
 // room for rows values, the n before it valid.
+// cutValidity is valid (nil: no nulls) cut to n rows.
+func cutValidity(valid *memory.Buffer, n int) *memory.Buffer {
+	if valid != nil {
+		valid.Resize(int(bitutil.BytesForBits(int64(n))))
+	}
+	return valid
+}
+
 func newValidity(mem memory.Allocator, rows, n int) (*memory.Buffer, []byte) {
 	valid := memory.NewResizableBuffer(mem)
 	valid.Resize(int(bitutil.BytesForBits(int64(rows))))
@@ -99,12 +107,7 @@ func newValidity(mem memory.Allocator, rows, n int) (*memory.Buffer, []byte) {
 
 func (f *fixedCol) newArray() arrow.Array {
 	f.vals.Resize(f.n * 8)
-	var valid *memory.Buffer
-	if f.valid != nil {
-		f.valid.Resize(int(bitutil.BytesForBits(int64(f.n))))
-		valid = f.valid
-	}
-	data := array.NewData(f.kind.arrowType(), f.n, []*memory.Buffer{valid, f.vals}, nil, f.nulls, 0)
+	data := array.NewData(f.kind.arrowType(), f.n, []*memory.Buffer{cutValidity(f.valid, f.n), f.vals}, nil, f.nulls, 0)
 	defer data.Release()
 	return array.MakeFromData(data)
 }

@@ -94,12 +94,7 @@ func (s *stringCol) putNull() {
 func (s *stringCol) newArray() arrow.Array {
 	s.offs.Resize((s.n + 1) * 4)
 	s.data.Resize(s.size)
-	var valid *memory.Buffer
-	if s.valid != nil {
-		s.valid.Resize(int(bitutil.BytesForBits(int64(s.n))))
-		valid = s.valid
-	}
-	data := array.NewData(arrow.BinaryTypes.String, s.n, []*memory.Buffer{valid, s.offs, s.data}, nil, s.nulls, 0)
+	data := array.NewData(arrow.BinaryTypes.String, s.n, []*memory.Buffer{cutValidity(s.valid, s.n), s.offs, s.data}, nil, s.nulls, 0)
 	defer data.Release()
 	return array.MakeFromData(data)
 }
