@@ -161,13 +161,14 @@
 // ORDER BY time DESC LIMIT n (any columns, bounds on time, string
 // equalities) reads only the chunks and files newest first until they
 // hold n certain rows (newest.go). GROUP BY one string column with only
-// max(time) and arg_max(col, time) and kin, no WHERE — the latest row
-// per key, without a last-value cache — reads only the buffered chunks
-// that hold a key value's latest row: chunks newest first credit each
-// key value of their rows with its latest time, and a chunk whose every
-// key value already has a later row is left out (latest.go), and so is a
-// persisted file whose key values, from its dictionary pages, all have
-// later rows in the chunks (latest_files.go).
+// max(time) and arg_max(col, time) and kin, and a WHERE of time bounds
+// or none — the latest row per key, without a last-value cache — reads
+// only the buffered chunks that hold a key value's latest row: chunks
+// newest first credit each key value of their rows with its latest
+// time, and a chunk whose every key value already has a later row is
+// left out (latest.go), and so is a persisted file whose key values,
+// from its dictionary pages, all have later rows in the chunks
+// (latest_files.go).
 //
 // # What repeats is not redone
 //

@@ -24,13 +24,14 @@ import (
 //
 // (key one string column; the list may hold the key, constants, max(time)
 // and arg_max / max_by / arg_max_null(col, time); ORDER BY and LIMIT of
-// the groups allowed; no WHERE) needs, for each value of key, only its
-// rows of the greatest time. QuestDB answers it with LATEST ON, InfluxDB 3
+// the groups allowed; a WHERE of bounds on time only, or none) needs,
+// for each value of key, only its rows of the greatest time. QuestDB answers it with LATEST ON, InfluxDB 3
 // with a last-value cache; DuckDB's aggregate reads every row. Its scan
 // hands it fewer: chunks are taken newest first (by their greatest
-// time), and a chunk whose rows all match for certain (no retention
-// cutoff among them) credits each key value it holds with the greatest
-// time of its rows of that value (bound). A chunk is left out when every
+// time), and a chunk whose rows all match for certain (within the
+// WHERE's exact bounds, scanBounds, and no retention cutoff among them)
+// credits each key value it holds with the greatest time of its rows of
+// that value (bound). A chunk is left out when every
 // key value of its rows (NULL included) has a bound after the chunk's
 // greatest time: for each of them a kept
 // row is strictly later than any of the chunk's, so no group, maximum or
@@ -55,6 +56,9 @@ import (
 type latestPrune struct {
 	key buffer.TableKey // lower-cased
 	col string          // the key column, as the table names it
+	// exact are the times within which a row matches the WHERE for
+	// certain (allTime without one).
+	exact timeBounds
 	// nonNull are the columns arg_max (and max_by) read: a row credits
 	// its key only if none of them is NULL in it.
 	nonNull []string
@@ -66,11 +70,18 @@ type latestPrune struct {
 const latestBudget = 1 << 26
 
 // latestOf returns the pruning of the statement tree, nil if its shape is
-// not the one above.
-func latestOf(tree map[string]any, db string, snap *catalog.Snapshot) *latestPrune {
+// not the one above. exact is scanBounds'.
+func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[buffer.TableKey]timeBounds) *latestPrune {
 	node, t, sh, ok := oneTableSelect(tree, db, snap)
-	if !ok || node["where_clause"] != nil {
+	if !ok {
 		return nil
+	}
+	p := &latestPrune{key: lowerKey(t.Database, t.Name), exact: allTime}
+	if node["where_clause"] != nil {
+		// Bounds on time and nothing else: a table in exact.
+		if p.exact, ok = exact[p.key]; !ok {
+			return nil
+		}
 	}
 	groups, _ := node["group_expressions"].([]any)
 	sets, _ := node["group_sets"].([]any)
@@ -86,7 +97,7 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot) *latestPru
 		return nil
 	}
 	sh.keys = map[string]bool{g: true}
-	p := &latestPrune{key: lowerKey(t.Database, t.Name), col: col}
+	p.col = col
 	list, _ := node["select_list"].([]any)
 	for _, x := range list {
 		m, _ := x.(map[string]any)
@@ -145,7 +156,7 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
-	sure := metaAgg{exact: allTime}
+	sure := metaAgg{exact: p.exact}
 	b := newLatestBounds()
 	out := make([]bool, len(chunks))
 	n := 0

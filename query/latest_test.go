@@ -147,6 +147,17 @@ func latestRows(t *testing.T, cfg Config) {
 		"SELECT host, arg_max(time, time) FROM db.cpu GROUP BY host",
 	}
 	queries = append(queries, "SELECT host, max(time) FROM db.fnull GROUP BY host")
+	// Bounds on time, at chunk and file edges: only rows within them
+	// credit.
+	edges := timeEdges(s, "db", "cpu")
+	for i, e := range edges {
+		other := edges[(i*7+3)%len(edges)]
+		lo, hi := min(e, other), max(e, other)
+		queries = append(queries,
+			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE time >= %s GROUP BY host", nsLiteral(e)),
+			fmt.Sprintf("SELECT host, arg_max_null(usage, time) FROM db.cpu WHERE time > %s AND time <= %s GROUP BY host", nsLiteral(lo), nsLiteral(hi)),
+			fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time < %s GROUP BY host", nsLiteral(e)))
+	}
 	before := s.e.Stats()
 	for _, q := range queries {
 		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
@@ -193,6 +204,8 @@ func latestRows(t *testing.T, cfg Config) {
 		"SELECT host, arg_max(usage, time, 2) FROM db.cpu GROUP BY host",
 		"SELECT host, max(time) FROM db.cpu WHERE usage > 50 GROUP BY host",
 		"SELECT host, max(time) FROM db.cpu WHERE host <> 'h1' GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE time > TIMESTAMP '2024-03-01 14:00:00' AND usage > 1 GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE time > TIMESTAMP '2024-03-01 14:00:00' OR host = 'h1' GROUP BY host",
 		"SELECT host, max(time) FILTER (WHERE usage > 50) FROM db.cpu GROUP BY host",
 		"SELECT host, max(time) FROM db.cpu GROUP BY host HAVING count(*) > 10",
 		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region",
