@@ -188,8 +188,8 @@ type Engine struct {
 	// newestChunks and newestFiles are left out as older than a top-n's
 	// rows (newest.go).
 	newestChunks, newestFiles atomic.Int64
-	// latestChunks are left out as older than every key's latest row
-	// (latest.go).
+	// latestChunks and latestFiles are left out as older than every key
+	// value's latest row (latest.go).
 	latestChunks, latestFiles atomic.Int64
 	// deleteFilesRead and deleteFilesSkipped are the persisted files a
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
@@ -469,8 +469,9 @@ type Stats struct {
 	// Chunks and files left out of an ORDER BY time DESC LIMIT n as older
 	// than its rows (newest.go).
 	NewestChunks, NewestFiles int64
-	// Chunks left out of a latest row per key (GROUP BY key with max and
-	// arg_max of time) as older than every key's latest row (latest.go).
+	// Chunks and files left out of a latest row per key (GROUP BY key
+	// with max and arg_max of time) as older than every key value's
+	// latest row (latest.go).
 	LatestChunks, LatestFiles int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it

@@ -101,6 +101,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		qs.databases[strings.ToLower(d)] = true
 	}
 	b, exact, exactEq, equals, err := e.scanBounds(c, a.tree)
+	snap := e.wb.Catalog().Snapshot()
 	qs.equals = equals
 	if err == nil {
 		qs.bounds = b
@@ -113,10 +114,10 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		if qs.direct == nil && err == nil {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
 			qs.newest = newestOf(a.tree, c.schema, exact, exactEq, equals)
-			qs.latest = latestOf(a.tree, c.schema, e.wb.Catalog().Snapshot(), exact)
+			qs.latest = latestOf(a.tree, c.schema, snap, exact)
 		}
 	}
-	if k, use, ok := lastValueShape(a.tree, c.schema, e.wb.Catalog().Snapshot()); ok {
+	if k, use, ok := lastValueShape(a.tree, c.schema, snap); ok {
 		qs.lastValue = map[buffer.TableKey]*lastValueUse{lowerKey(k.Database, k.Table): use}
 		if use.project != nil && qs.direct == nil && !a.explain {
 			qs.direct = &directScan{table: use.table, cols: use.project, lastValue: true, use: use}

@@ -223,11 +223,12 @@ func (m *selectMemo) dictHits(strs *array.String, col string, values []string) [
 // takeColumns gathers the rows sel of cols into new arrays (for the
 // columns that go to DuckDB through the Arrow conversion).
 func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow.Array, error) {
-	b := array.NewInt32Builder(mem)
-	b.AppendValues(sel, nil)
-	indices := b.NewArray()
-	b.Release()
-	defer indices.Release()
+	var indices arrow.Array // for compute.Take, made when a column needs it
+	defer func() {
+		if indices != nil {
+			indices.Release()
+		}
+	}()
 	ctx := compute.WithAllocator(context.Background(), mem)
 	out := make([]arrow.Array, 0, len(cols))
 	for _, c := range cols {
@@ -238,6 +239,12 @@ func takeColumns(mem memory.Allocator, cols []arrow.Array, sel []int32) ([]arrow
 		if t := takeBinary(mem, c, sel); t != nil {
 			out = append(out, t)
 			continue
+		}
+		if indices == nil {
+			b := array.NewInt32Builder(mem)
+			b.AppendValues(sel, nil)
+			indices = b.NewArray()
+			b.Release()
 		}
 		t, err := compute.TakeArray(ctx, c, indices)
 		if err != nil {

@@ -220,3 +220,40 @@ func cellWidth(a arrow.Array) int {
 		return dt.(arrow.FixedWidthDataType).BitWidth() / 8
 	}
 }
+
+// TestTakeColumnsFallback: a column takeFixed and takeBinary leave alone
+// (a list) still goes through compute.Take, beside columns they take.
+func TestTakeColumnsFallback(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer checked.AssertSize(t, 0)
+	mem := buffer.NewRecycler(checked)
+	defer mem.Close()
+	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int64)
+	ib := array.NewInt64Builder(mem)
+	vb := lb.ValueBuilder().(*array.Int64Builder)
+	for i := range 50 {
+		lb.Append(true)
+		for j := range i % 4 {
+			vb.Append(int64(i*10 + j))
+		}
+		ib.Append(int64(i))
+	}
+	cols := []arrow.Array{lb.NewArray(), ib.NewArray()}
+	lb.Release()
+	ib.Release()
+	defer cols[0].Release()
+	defer cols[1].Release()
+	sel := []int32{49, 3, 3, 0, 17}
+	out, err := takeColumns(mem, cols, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, a := range out {
+		for i, r := range sel {
+			if got, want := a.ValueStr(i), cols[c].ValueStr(int(r)); got != want {
+				t.Errorf("column %d, row %d (row %d): %s, want %s", c, i, r, got, want)
+			}
+		}
+		a.Release()
+	}
+}
