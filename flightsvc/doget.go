@@ -3,6 +3,7 @@ package flightsvc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -134,6 +135,8 @@ func (s *Service) doGetSQL(cmd proto.Message, stream flight.FlightService_DoGetS
 		sc, cc, err = s.sql.DoGetStatement(ctx, c)
 	case *flightpb.CommandPreparedStatementQuery:
 		sc, cc, err = s.sql.DoGetPreparedStatement(ctx, c)
+	default:
+		return statusOf(fmt.Errorf("%w: a ticket of %T is not a query", errInvalidRequest, cmd))
 	}
 	if err != nil {
 		return statusOf(err)

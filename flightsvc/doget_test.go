@@ -112,17 +112,7 @@ func TestWriteChunks(t *testing.T) {
 // SQL command and an Any naming a query type over bytes that do not
 // decode as it go to arrow-go's server, which refuses them.
 func TestSQLQueryTicket(t *testing.T) {
-	wrap := func(m proto.Message) []byte {
-		a, err := anypb.New(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := proto.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	wrap := func(m proto.Message) []byte { return cmdBytes(t, m) }
 	stmt := wrap(&flightpb.TicketStatementQuery{StatementHandle: []byte(`{"sql":"SELECT 1","id":"x"}`)})
 	prep := wrap(&flightpb.CommandPreparedStatementQuery{PreparedStatementHandle: []byte("h")})
 	for _, tc := range []struct {

@@ -87,8 +87,6 @@ func (f *fixedCol) putNull() {
 	f.nulls++
 }
 
-// newValidity is the validity bitmap a column starts at its first null:
-// room for rows values, the n before it valid.
 // cutValidity is valid (nil: no nulls) cut to n rows.
 func cutValidity(valid *memory.Buffer, n int) *memory.Buffer {
 	if valid != nil {
@@ -97,6 +95,8 @@ func cutValidity(valid *memory.Buffer, n int) *memory.Buffer {
 	return valid
 }
 
+// newValidity is the validity bitmap a column starts at its first null:
+// room for rows values, the n before it valid.
 func newValidity(mem memory.Allocator, rows, n int) (*memory.Buffer, []byte) {
 	valid := memory.NewResizableBuffer(mem)
 	valid.Resize(int(bitutil.BytesForBits(int64(rows))))

@@ -60,9 +60,8 @@ func BenchmarkCLI(b *testing.B) {
 	csvPath, pqPath := filepath.Join(dir, "cpu.csv"), filepath.Join(dir, "cpu.parquet")
 	writeBenchCSV(b, csvPath, recs)
 	writeBenchParquet(b, pqPath, recs)
-	// Written back now, not beside the first rounds' measures (the WAL's
-	// fsyncs queue behind 1.5 GB of dirty pages: the first two rounds'
-	// CSV writes ran at 40-60% of the others' rate).
+	// Written back now, not beside the first rounds' measures, where the
+	// server's WAL fsyncs would share the disk with 1.5 GB of dirty pages.
 	syncPath(b, csvPath)
 	syncPath(b, pqPath)
 	b.Logf("%d rows: CSV %.0f MB, Parquet %.0f MB", rows, float64(fileSize(b, csvPath))/1e6, float64(fileSize(b, pqPath))/1e6)

@@ -4,7 +4,6 @@ package query
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -121,22 +120,13 @@ func dictionaryValues(pager *pqPager, s *fileKeySet, seen map[string]bool) (know
 	if pg == nil || pg.enc != parquet.Encodings.Plain && pg.enc != parquet.Encodings.PlainDict {
 		return false, nil
 	}
-	data := pg.data
-	for range pg.nvals {
-		if len(data) < 4 {
-			return false, fmt.Errorf("%w: dictionary short", errCorrupt)
-		}
-		l := int(binary.LittleEndian.Uint32(data))
-		if l > len(data)-4 {
-			return false, fmt.Errorf("%w: dictionary short", errCorrupt)
-		}
-		if v := data[4 : 4+l]; !seen[string(v)] {
+	err = plainByteArrays(pg.data, pg.nvals, func(_, start, end int) {
+		if v := pg.data[start:end]; !seen[string(v)] {
 			seen[string(v)] = true
 			s.values = append(s.values, string(v))
 		}
-		data = data[4+l:]
-	}
-	return true, nil
+	})
+	return err == nil, err
 }
 
 // dictionaryOnly says whether every data page of cc is dictionary-encoded

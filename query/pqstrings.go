@@ -31,21 +31,31 @@ type pqStrings struct {
 	users int
 }
 
+// plainByteArrays calls each with the bounds [start, end) in page of
+// each of its n PLAIN-encoded byte arrays (a 4-byte little-endian length,
+// then the bytes); an error if page is shorter than they say.
+func plainByteArrays(page []byte, n int, each func(i, start, end int)) error {
+	pos := 0
+	for i := range n {
+		if len(page)-pos < 4 {
+			return fmt.Errorf("%w: dictionary short", errCorrupt)
+		}
+		l := int(binary.LittleEndian.Uint32(page[pos:]))
+		pos += 4
+		if l > len(page)-pos {
+			return fmt.Errorf("%w: dictionary short", errCorrupt)
+		}
+		each(i, pos, pos+l)
+		pos += l
+	}
+	return nil
+}
+
 // newPQStrings reads a PLAIN-encoded dictionary page of n values.
 func newPQStrings(page []byte, n int, blob bool) (*pqStrings, error) {
 	s := &pqStrings{data: append([]byte(nil), page...), start: make([]uint32, n), end: make([]uint32, n), blob: blob}
-	pos := 0
-	for i := range n {
-		if len(s.data)-pos < 4 {
-			return nil, fmt.Errorf("%w: dictionary short", errCorrupt)
-		}
-		l := int(binary.LittleEndian.Uint32(s.data[pos:]))
-		pos += 4
-		if l > len(s.data)-pos {
-			return nil, fmt.Errorf("%w: dictionary short", errCorrupt)
-		}
-		s.start[i], s.end[i] = uint32(pos), uint32(pos+l)
-		pos += l
+	if err := plainByteArrays(s.data, n, func(i, start, end int) { s.start[i], s.end[i] = uint32(start), uint32(end) }); err != nil {
+		return nil, err
 	}
 	typ := duck.CreateLogicalType(duck.TypeVarchar)
 	if blob {
