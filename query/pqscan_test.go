@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,4 +244,71 @@ func TestPQRowGroups(t *testing.T) {
 		t.Errorf("%d row groups pruned, want %d", got, groups-1)
 	}
 	threeWays(t, s, queries, buffered)
+}
+
+// TestPQFileSharedByThreads reads one persisted file of four row groups
+// on two threads, the second finding no file left to open while the first
+// is still opening it: the second must wait for the first's row groups
+// rather than end its part of the scan. (It used to end it, and a table
+// of one file, the usual one after a persist, was read on one core.)
+func TestPQFileSharedByThreads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 400k rows")
+	}
+	s := newStoreEnv(t, objstore.NewMemory(), Config{Threads: 2})
+	const n = 3*persist.SegmentRowGroupRows + 1000
+	tb := array.NewTimestampBuilder(s.mem, tsNs)
+	fb := array.NewFloat64Builder(s.mem)
+	for i := range n {
+		tb.Append(arrow.Timestamp(base + int64(i)*1000))
+		fb.Append(float64(i % 100))
+	}
+	cols := []arrow.Array{tb.NewArray(), fb.NewArray()}
+	tb.Release()
+	fb.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	rec := array.NewRecordBatch(schema, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	s.write("db", "t", rec)
+	const q = "SELECT count(*), sum(f), min(time), max(time) FROM db.t"
+	buffered := s.query(q, "")
+	s.roll()
+	s.write("db", "other", batch(s.mem, col{"time", tsNs, []any{base}}))
+	s.waitReleased(t, 1)
+
+	// The thread that opens the file waits until the other has found
+	// nothing left to open; every thread that reads a row group is noted.
+	idle := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	readers := map[*scanLocal]int{}
+	pqTestHooks.Store(&pqHooks{
+		opening: func() {
+			select {
+			case <-idle:
+			case <-time.After(10 * time.Second):
+				t.Error("no second thread found the scan out of files in 10 s")
+			}
+		},
+		idle: func() { once.Do(func() { close(idle) }) },
+		group: func(l *scanLocal) {
+			mu.Lock()
+			readers[l]++
+			mu.Unlock()
+		},
+	})
+	defer pqTestHooks.Store(nil)
+	compareRows(t, "persisted", s.query(q, ""), buffered)
+	pqTestHooks.Store(nil)
+	mu.Lock()
+	defer mu.Unlock()
+	groups := 0
+	for _, k := range readers {
+		groups += k
+	}
+	if len(readers) < 2 || groups != 4 {
+		t.Errorf("4 row groups read by %d threads (%v), want both threads reading", len(readers), readers)
+	}
 }

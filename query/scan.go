@@ -592,6 +592,43 @@ func apron_scan_func(p, out unsafe.Pointer) {
 	}
 }
 
+// openFile opens f for this thread: its first row group (the others
+// queued for every thread) or, through pqarrow, the whole file; neither
+// if no row of it can match.
+func (l *scanLocal) openFile(f persist.File) (err error) {
+	g := l.g
+	done := g.pq.open()
+	defer done()
+	if h := pqTestHooks.Load(); h != nil {
+		h.opening()
+	}
+	p, err := g.openParquet(f)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		g.bind.e.filesPruned.Add(1)
+		return nil
+	}
+	g.bind.e.filesScanned.Add(1)
+	if u, ok := g.openNative(p); ok {
+		return l.openGroup(u)
+	}
+	l.file, err = g.newFileReader(p)
+	return err
+}
+
+// openGroup starts reading row group u.
+func (l *scanLocal) openGroup(u pqUnit) (err error) {
+	if l.group, err = openGroup(u, &l.pqDicts); err != nil {
+		return err
+	}
+	if h := pqTestHooks.Load(); h != nil {
+		h.group(l)
+	}
+	return nil
+}
+
 // fill emits the next at most vectorSize rows into out; none at the end.
 func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 	g := l.g
@@ -620,7 +657,7 @@ func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 			l.file = nil
 		}
 		if u, ok := g.pq.take(); ok {
-			if l.group, err = openGroup(u, &l.pqDicts); err != nil {
+			if err := l.openGroup(u); err != nil {
 				return err
 			}
 			continue
@@ -634,25 +671,21 @@ func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 		}
 		j := i - int64(len(g.chunks))
 		if j >= int64(len(g.files)) {
+			// Nothing left to open: row groups of files other threads
+			// are opening may still come (pqQueue).
+			if h := pqTestHooks.Load(); h != nil {
+				h.idle()
+			}
+			if u, ok := g.pq.wait(); ok {
+				if err := l.openGroup(u); err != nil {
+					return err
+				}
+				continue
+			}
 			duck.DataChunkSetSize(out, 0)
 			return nil
 		}
-		p, err := g.openParquet(g.files[j])
-		if err != nil {
-			return err
-		}
-		if p == nil {
-			g.bind.e.filesPruned.Add(1)
-			continue
-		}
-		g.bind.e.filesScanned.Add(1)
-		if u, ok := g.openNative(p); ok {
-			if l.group, err = openGroup(u, &l.pqDicts); err != nil {
-				return err
-			}
-			continue
-		}
-		if l.file, err = g.newFileReader(p); err != nil {
+		if err := l.openFile(g.files[j]); err != nil {
 			return err
 		}
 	}
