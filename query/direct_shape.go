@@ -4,7 +4,6 @@ package query
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -42,8 +41,8 @@ type directShapeKey struct {
 // directShapeOf serializes what of a SELECT node decides a direct scan's
 // result schema: its select list and its FROM clause.
 func directShapeOf(node map[string]any) string {
-	b, _ := json.Marshal([]any{node["select_list"], node["from_table"]})
-	return queryLocation.ReplaceAllString(string(b), "")
+	k, _ := treeKey([]any{node["select_list"], node["from_table"]})
+	return k
 }
 
 // keepShape keeps the result schema DuckDB gave a filtered direct scan

@@ -61,7 +61,10 @@
 // RLE_DICTIONARY values, RLE levels, no repetition; decided from the
 // metadata before anything is read, never half-way), the file is decoded
 // natively, one row group at a time: the thread queues the file's other
-// row groups for the scan's other threads (pqscan.go); when the query
+// row groups for the scan's other threads (pqscan.go), and a thread that
+// finds no file left to open waits for the row groups of the files others
+// are still opening rather than end its part of the scan (DuckDB does not
+// call it again: a table of one file was read on one core); when the query
 // wants values of the group's first sort column, or bounds time, only
 // the rows that can match are read, from the page that holds the first
 // of them (pqrange.go: the lead column's run, the time column's page

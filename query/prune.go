@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -643,8 +642,7 @@ func (e *Engine) evalTimes(c *conn, exprs []any) ([]evaluated, error) {
 // whether it calls a function (its value may then change from one query
 // to the next).
 func boundKey(x any) (key string, hasFunc bool) {
-	b, _ := json.Marshal(x)
-	return queryLocation.ReplaceAllString(string(b), ""), strings.Contains(string(b), `"FUNCTION"`)
+	return treeKey(x)
 }
 
 // evalSQL is the SQL text of the statement that evaluates exprs[i] for
@@ -691,10 +689,6 @@ func (e *Engine) evalSQL(c *conn, exprs []any, miss []int) (string, error) {
 	}
 	return rows[0][0], nil
 }
-
-// queryLocation matches the positions json_serialize_sql records, which
-// say nothing of an expression's value.
-var queryLocation = regexp.MustCompile(`"query_location":\d+,?`)
 
 // evaluatedOf is the range of ns a bound of type typ and value val (ns
 // since the epoch as a string; NULL: no bound) can stand for.
