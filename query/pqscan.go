@@ -68,64 +68,29 @@ type pqUnit struct {
 // the other thread then queues would all be read by that one thread. A
 // table of one persisted file (the usual case after a persist) was read
 // on one core: the peer benchmark's aggregate over 5M persisted rows took
-// 280 ms against 155 buffered, for the same CPU. So the last files'
-// openings are counted, and a thread out of work waits for them (wait).
+// 280 ms against 155 buffered, for the same CPU. So the files whose
+// opening is over are counted, and a thread out of work waits until all
+// of the scan's are (wait). Counting the ones done rather than the ones
+// under way leaves no moment, between a thread's claim of a file and the
+// start of its opening, at which a thread could find nothing pending.
 type pqQueue struct {
 	n     atomic.Int32 // len(units): no lock taken while it is 0
 	mu    sync.Mutex
 	units []pqUnit
-	// opening counts the files threads are opening, whose row groups may
-	// still be queued; opened is signalled when one is done.
-	opening int
-	opened  *sync.Cond
+	// opened counts the files whose opening is over (row groups queued,
+	// read through pqarrow, pruned, or failed); done is signalled at each.
+	opened int
+	done   *sync.Cond
 }
 
 func (q *pqQueue) push(us []pqUnit) {
 	q.mu.Lock()
 	q.units = append(q.units, us...)
 	q.n.Store(int32(len(q.units)))
-	q.mu.Unlock()
-}
-
-// opening says a thread is opening a file; it calls the function returned
-// when it has queued the file's row groups, or will not.
-func (q *pqQueue) open() (done func()) {
-	q.mu.Lock()
-	q.opening++
-	q.mu.Unlock()
-	return func() {
-		q.mu.Lock()
-		q.opening--
-		if q.opened != nil {
-			q.opened.Broadcast()
-		}
-		q.mu.Unlock()
+	if q.done != nil && len(us) > 0 {
+		q.done.Broadcast() // a waiting thread takes them at once
 	}
-}
-
-// wait takes a unit, waiting while files being opened may still queue
-// some; false once none is queued and no file is being opened. Opening a
-// file ends, with its row groups queued or with an error, in the time its
-// fetch and footer take (the fetch stops with the query's context), so
-// the wait is bounded by that.
-func (q *pqQueue) wait() (pqUnit, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for {
-		if len(q.units) > 0 {
-			u := q.units[0]
-			q.units = q.units[1:]
-			q.n.Store(int32(len(q.units)))
-			return u, true
-		}
-		if q.opening == 0 {
-			return pqUnit{}, false
-		}
-		if q.opened == nil {
-			q.opened = sync.NewCond(&q.mu)
-		}
-		q.opened.Wait()
-	}
+	q.mu.Unlock()
 }
 
 func (q *pqQueue) take() (pqUnit, bool) {
@@ -141,6 +106,42 @@ func (q *pqQueue) take() (pqUnit, bool) {
 	q.units = q.units[1:]
 	q.n.Store(int32(len(q.units)))
 	return u, true
+}
+
+// fileOpened says a file's opening is over, its row groups queued or not.
+func (q *pqQueue) fileOpened() {
+	q.mu.Lock()
+	q.opened++
+	if q.done != nil {
+		q.done.Broadcast()
+	}
+	q.mu.Unlock()
+}
+
+// wait takes a unit, waiting while files the scan's other threads claimed
+// may still queue some; false once none is queued and the openings of all
+// the scan's files are over. A thread opens the file it claims at once,
+// and the opening ends, with the row groups queued or with an error, in
+// the time its fetch and footer take (the fetch stops with the query's
+// context): the wait is bounded by that.
+func (q *pqQueue) wait(files int) (pqUnit, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if len(q.units) > 0 {
+			u := q.units[0]
+			q.units = q.units[1:]
+			q.n.Store(int32(len(q.units)))
+			return u, true
+		}
+		if q.opened >= files {
+			return pqUnit{}, false
+		}
+		if q.done == nil {
+			q.done = sync.NewCond(&q.mu)
+		}
+		q.done.Wait()
+	}
 }
 
 // drop releases the units nobody took (a query that ended early).

@@ -597,8 +597,7 @@ func apron_scan_func(p, out unsafe.Pointer) {
 // if no row of it can match.
 func (l *scanLocal) openFile(f persist.File) (err error) {
 	g := l.g
-	done := g.pq.open()
-	defer done()
+	defer g.pq.fileOpened()
 	if h := pqTestHooks.Load(); h != nil {
 		h.opening()
 	}
@@ -676,7 +675,7 @@ func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 			if h := pqTestHooks.Load(); h != nil {
 				h.idle()
 			}
-			if u, ok := g.pq.wait(); ok {
+			if u, ok := g.pq.wait(len(g.files)); ok {
 				if err := l.openGroup(u); err != nil {
 					return err
 				}
