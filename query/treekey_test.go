@@ -19,6 +19,26 @@ func oldTreeKey(x any) (string, bool) {
 
 var oldQueryLocation = regexp.MustCompile(`"query_location":\d+,?`)
 
+// parsedWhere parses SELECT 1 FROM t WHERE where with DuckDB and returns the
+// WHERE clause's tree.
+func parsedWhere(tb testing.TB, v *env, where string) any {
+	tb.Helper()
+	pc, err := v.e.parser()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer v.e.putParser(pc)
+	tree, ok, err := v.e.serializeSelect(pc, "SELECT 1 FROM t WHERE "+where)
+	if err != nil || !ok {
+		tb.Fatalf("%s: %v %v", where, ok, err)
+	}
+	w, ok := whereOf(tree)
+	if !ok {
+		tb.Fatalf("%s: no WHERE", where)
+	}
+	return w
+}
+
 // TestTreeKey parses WHERE clauses with DuckDB and wants treeKey to tell
 // their expressions apart exactly where the JSON text without positions
 // does, and to find the same function calls: the same expression at
@@ -26,11 +46,6 @@ var oldQueryLocation = regexp.MustCompile(`"query_location":\d+,?`)
 // expression another.
 func TestTreeKey(t *testing.T) {
 	v := newEnv(t, Config{})
-	pc, err := v.e.parser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.e.putParser(pc)
 	exprs := []string{
 		"time >= '2026-01-01'",
 		"time >= '2026-01-01'::TIMESTAMP",
@@ -65,11 +80,7 @@ func TestTreeKey(t *testing.T) {
 	var all []keyed
 	for _, pad := range []string{"", "   "} {
 		for _, x := range exprs {
-			tree, ok, err := v.e.serializeSelect(pc, "SELECT 1 FROM t WHERE "+pad+x)
-			if err != nil || !ok {
-				t.Fatalf("%s: %v %v", x, ok, err)
-			}
-			where := tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)["where_clause"]
+			where := parsedWhere(t, v, pad+x)
 			k := keyed{expr: x}
 			k.old, k.oldF = oldTreeKey(where)
 			k.new, k.newF = treeKey(where)
@@ -96,17 +107,7 @@ func TestTreeKey(t *testing.T) {
 // BenchmarkTreeKey keys the bound of a one-series query's WHERE clause,
 // as treeKey does and as the JSON text did before it.
 func BenchmarkTreeKey(b *testing.B) {
-	v := newEnv(b, Config{})
-	pc, err := v.e.parser()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer v.e.putParser(pc)
-	tree, _, err := v.e.serializeSelect(pc, "SELECT * FROM t WHERE host = 'host-7' AND time >= now() - INTERVAL 10 MINUTE")
-	if err != nil {
-		b.Fatal(err)
-	}
-	where := tree["statements"].([]any)[0].(map[string]any)["node"].(map[string]any)["where_clause"]
+	where := parsedWhere(b, newEnv(b, Config{}), "host = 'host-7' AND time >= now() - INTERVAL 10 MINUTE")
 	b.Run("treeKey", func(b *testing.B) {
 		for b.Loop() {
 			treeKey(where)
