@@ -311,4 +311,30 @@ func TestPQFileSharedByThreads(t *testing.T) {
 	if len(readers) < 2 || groups != 4 {
 		t.Errorf("4 row groups read by %d threads (%v), want both threads reading", len(readers), readers)
 	}
+
+	// A query DuckDB stops early (a LIMIT), with the same race each time:
+	// the waiting thread is let go, and the query ends with its rows.
+	for _, c := range []struct {
+		q    string
+		rows int
+	}{{"SELECT * FROM db.t LIMIT 3", 3}, {"SELECT f FROM db.t WHERE f > 98 LIMIT 1", 1}, {"SELECT max(f) FROM db.t", 1}} {
+		idle := make(chan struct{})
+		var once sync.Once
+		pqTestHooks.Store(&pqHooks{
+			opening: func() {
+				select {
+				case <-idle:
+				case <-time.After(10 * time.Second):
+					t.Error("no second thread found the scan out of files in 10 s")
+				}
+			},
+			idle:  func() { once.Do(func() { close(idle) }) },
+			group: func(*scanLocal) {},
+		})
+		rows := s.query(c.q, "")
+		pqTestHooks.Store(nil)
+		if len(rows) != c.rows {
+			t.Errorf("%s: %d rows, want %d", c.q, len(rows), c.rows)
+		}
+	}
 }
