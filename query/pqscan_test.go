@@ -246,6 +246,25 @@ func TestPQRowGroups(t *testing.T) {
 	threeWays(t, s, queries, buffered)
 }
 
+// raceOpening sets the hooks of the next scan: the thread that opens a
+// file waits until another has found nothing left to open (or fails the
+// test after 10 s); group is told of every row group a thread opens.
+func raceOpening(t *testing.T, group func(*scanLocal)) {
+	idle := make(chan struct{})
+	var once sync.Once
+	pqTestHooks.Store(&pqHooks{
+		opening: func() {
+			select {
+			case <-idle:
+			case <-time.After(10 * time.Second):
+				t.Error("no second thread found the scan out of files in 10 s")
+			}
+		},
+		idle:  func() { once.Do(func() { close(idle) }) },
+		group: group,
+	})
+}
+
 // TestPQFileSharedByThreads reads one persisted file of four row groups
 // on two threads, the second finding no file left to open while the first
 // is still opening it: the second must wait for the first's row groups
@@ -278,28 +297,15 @@ func TestPQFileSharedByThreads(t *testing.T) {
 	s.write("db", "other", batch(s.mem, col{"time", tsNs, []any{base}}))
 	s.waitReleased(t, 1)
 
-	// The thread that opens the file waits until the other has found
-	// nothing left to open; every thread that reads a row group is noted.
-	idle := make(chan struct{})
-	var once sync.Once
+	// Every thread that reads a row group is noted.
 	var mu sync.Mutex
 	readers := map[*scanLocal]int{}
-	pqTestHooks.Store(&pqHooks{
-		opening: func() {
-			select {
-			case <-idle:
-			case <-time.After(10 * time.Second):
-				t.Error("no second thread found the scan out of files in 10 s")
-			}
-		},
-		idle: func() { once.Do(func() { close(idle) }) },
-		group: func(l *scanLocal) {
-			mu.Lock()
-			readers[l]++
-			mu.Unlock()
-		},
-	})
 	defer pqTestHooks.Store(nil)
+	raceOpening(t, func(l *scanLocal) {
+		mu.Lock()
+		readers[l]++
+		mu.Unlock()
+	})
 	compareRows(t, "persisted", s.query(q, ""), buffered)
 	pqTestHooks.Store(nil)
 	mu.Lock()
@@ -318,19 +324,7 @@ func TestPQFileSharedByThreads(t *testing.T) {
 		q    string
 		rows int
 	}{{"SELECT * FROM db.t LIMIT 3", 3}, {"SELECT f FROM db.t WHERE f > 98 LIMIT 1", 1}, {"SELECT max(f) FROM db.t", 1}} {
-		idle := make(chan struct{})
-		var once sync.Once
-		pqTestHooks.Store(&pqHooks{
-			opening: func() {
-				select {
-				case <-idle:
-				case <-time.After(10 * time.Second):
-					t.Error("no second thread found the scan out of files in 10 s")
-				}
-			},
-			idle:  func() { once.Do(func() { close(idle) }) },
-			group: func(*scanLocal) {},
-		})
+		raceOpening(t, func(*scanLocal) {})
 		rows := s.query(c.q, "")
 		pqTestHooks.Store(nil)
 		if len(rows) != c.rows {
