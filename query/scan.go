@@ -592,10 +592,11 @@ func apron_scan_func(p, out unsafe.Pointer) {
 	}
 }
 
-// openFile opens f for this thread: its first row group (the others
-// queued for every thread) or, through pqarrow, the whole file; neither
-// if no row of it can match.
-func (l *scanLocal) openFile(f persist.File) (err error) {
+// takeFile opens f, the file this thread claimed: its first row group
+// (the others queued for every thread) or, through pqarrow, the whole
+// file; neither if no row of it can match. (scanGlobal.openFile is the
+// direct scan's: the whole file through pqarrow.)
+func (l *scanLocal) takeFile(f persist.File) (err error) {
 	g := l.g
 	defer g.pq.fileOpened()
 	if h := pqTestHooks.Load(); h != nil {
@@ -684,7 +685,7 @@ func (l *scanLocal) fill(out duck.DataChunk) (err error) {
 			duck.DataChunkSetSize(out, 0)
 			return nil
 		}
-		if err := l.openFile(g.files[j]); err != nil {
+		if err := l.takeFile(g.files[j]); err != nil {
 			return err
 		}
 	}
