@@ -25,8 +25,8 @@ import (
 // held.
 
 const (
-	// compactMaxBytes bounds the Parquet bytes merged at once; the rows
-	// are held in memory (as Arrow, several times that) while merged.
+	// compactMaxBytes bounds the Parquet bytes merged at once (the
+	// merge reads its inputs a batch at a time: persist/compact_merge.go).
 	compactMaxBytes = 256 << 20
 	// compactMaxRows bounds the rows merged at once.
 	compactMaxRows = 16 << 20

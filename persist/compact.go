@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -39,40 +40,44 @@ type CompactInput struct {
 // every persisted file is, parquet.go), uploads it and commits with the
 // compaction file. It returns the committed compaction. On error nothing
 // is committed (an uploaded merged file is an orphan until startup).
+//
+// Files that declare that order (every file Apron writes) are merged as
+// they are read, a batch of each at a time (compact_merge.go), in memory
+// bounded by the files' count, not their rows; others are read whole and
+// sorted as a segment's rows are.
 func (s *Store) Compact(ctx context.Context, in CompactInput) (Compaction, error) {
-	var chunks []Chunk
+	var inputs []*compactFile
 	defer func() {
-		for _, c := range chunks {
-			c.Rec.Release()
+		for _, f := range inputs {
+			f.close()
 		}
 	}()
 	for _, f := range in.Files {
-		cs, err := s.readForCompaction(ctx, f, in)
-		chunks = append(chunks, cs...)
+		if f.MaxTime < in.Cutoff {
+			continue // every row expired
+		}
+		cf, err := s.openForCompaction(ctx, f)
 		if err != nil {
 			return Compaction{}, err
 		}
+		inputs = append(inputs, cf)
 	}
 	c := Compaction{Generation: in.Generation, MinSegment: in.MinSegment, MaxSegment: in.MaxSegment}
 	for _, f := range in.Files {
 		c.Replaces = append(c.Replaces, f.Path)
 	}
-	if len(chunks) > 0 {
-		day, err := parseDay(in.Partition)
-		if err != nil {
-			return Compaction{}, err
-		}
-		p := Part{Segment: in.MaxSegment, Database: in.Database, Table: in.Table, Day: day, Schema: in.Schema, Chunks: chunks,
-			Name: CompactedObject(in.Database, in.Table, in.Partition, in.Generation), RowGroupRows: RowGroupRows, Pace: in.Pace}
-		tmp, err := s.WriteTemp(ctx, p, in.Mem)
+	if len(inputs) > 0 {
+		f, err := s.writeCompacted(ctx, inputs, in)
 		if err != nil {
 			return Compaction{}, fmt.Errorf("persist: writing the merged file of %s.%s %s: %w", in.Database, in.Table, in.Partition, err)
 		}
-		defer tmp.Remove()
-		if err := s.UploadParquet(ctx, tmp); err != nil {
-			return Compaction{}, err
+		if f != nil {
+			defer f.Remove()
+			if err := s.UploadParquet(ctx, f); err != nil {
+				return Compaction{}, err
+			}
+			c.Files = []File{f.File()}
 		}
-		c.Files = []File{tmp.File()}
 	}
 	// Every row expired: the compaction replaces the files with none.
 	if err := s.PutCompactionFile(ctx, c); err != nil {
@@ -81,13 +86,56 @@ func (s *Store) Compact(ctx context.Context, in CompactInput) (Compaction, error
 	return c, nil
 }
 
-// readForCompaction reads f's rows as chunks in in.Schema's columns
-// (strings dictionary-encoded, as the Parquet writer takes them), without
-// the rows older than in.Cutoff.
-func (s *Store) readForCompaction(ctx context.Context, f File, in CompactInput) ([]Chunk, error) {
-	if f.MaxTime < in.Cutoff {
+// writeCompacted writes the merged file of inputs into a temporary file;
+// nil if no row is left.
+func (s *Store) writeCompacted(ctx context.Context, inputs []*compactFile, in CompactInput) (*TempFile, error) {
+	day, err := parseDay(in.Partition)
+	if err != nil {
+		return nil, err
+	}
+	name := CompactedObject(in.Database, in.Table, in.Partition, in.Generation)
+	if !mergeable(inputs, in.Schema) {
+		return s.writeSortedWhole(ctx, name, day, inputs, in)
+	}
+	f, err := s.writeTemp(ctx, name, in.Database, in.Table, day, func(w io.Writer) (partFile, error) {
+		return s.writeMerged(ctx, w, inputs, in)
+	})
+	if err != nil || f.file.Rows > 0 {
+		return f, err
+	}
+	f.Remove()
+	return nil, nil
+}
+
+// writeSortedWhole writes the merged file of inputs as a segment's file
+// is written: every row read into memory, then sorted.
+func (s *Store) writeSortedWhole(ctx context.Context, name string, day int64, inputs []*compactFile, in CompactInput) (*TempFile, error) {
+	var chunks []Chunk
+	defer func() { releaseChunks(chunks) }()
+	for _, f := range inputs {
+		cs, err := f.readAll(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		chunks = append(chunks, cs...)
+	}
+	if len(chunks) == 0 {
 		return nil, nil
 	}
+	p := Part{Segment: in.MaxSegment, Database: in.Database, Table: in.Table, Day: day, Schema: in.Schema, Chunks: chunks,
+		Name: name, RowGroupRows: RowGroupRows, Pace: in.Pace}
+	return s.WriteTemp(ctx, p, in.Mem)
+}
+
+// compactFile is an input file of a compaction, copied from the store
+// into a temporary file and open.
+type compactFile struct {
+	f   File
+	tmp TempHandle
+	pf  *file.Reader
+}
+
+func (s *Store) openForCompaction(ctx context.Context, f File) (_ *compactFile, err error) {
 	r, err := s.objects.Get(ctx, f.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
@@ -97,41 +145,73 @@ func (s *Store) readForCompaction(ctx context.Context, f File, in CompactInput) 
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
 	if _, err := io.Copy(tmp, r); err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
 	}
-	pf, err := file.NewParquetReader(tmp)
+	// Column chunks are read through a buffer, not whole: a merge reads
+	// every input at once.
+	props := parquet.NewReaderProperties(memory.NewGoAllocator())
+	props.BufferedStreamEnabled = true
+	pf, err := file.NewParquetReader(tmp, file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
 	}
-	defer pf.Close()
-	props := pqarrow.ArrowReadProperties{BatchSize: 64 << 10}
-	for i := 0; i < pf.MetaData().Schema.NumColumns(); i++ {
-		name := pf.MetaData().Schema.Column(i).Name()
-		if col, _, ok := in.Schema.Column(name); ok && col.Type.ID() == arrow.STRING {
-			props.SetReadDict(i, true)
+	return &compactFile{f: f, tmp: tmp, pf: pf}, nil
+}
+
+func (f *compactFile) close() {
+	f.pf.Close()
+	f.tmp.Close()
+	os.Remove(f.tmp.Name())
+}
+
+// records returns a reader of f's rows in batches of batchRows; the string
+// columns of in.Schema dictionary-encoded when dict says so.
+func (f *compactFile) records(ctx context.Context, in CompactInput, batchRows int64, dict bool) (pqarrow.RecordReader, error) {
+	props := pqarrow.ArrowReadProperties{BatchSize: batchRows}
+	if dict {
+		for i := 0; i < f.pf.MetaData().Schema.NumColumns(); i++ {
+			name := f.pf.MetaData().Schema.Column(i).Name()
+			if col, _, ok := in.Schema.Column(name); ok && col.Type.ID() == arrow.STRING {
+				props.SetReadDict(i, true)
+			}
 		}
 	}
 	// The Go allocator, not in.Mem: arrow-go v18.8.0's record reader
 	// leaks a few buffers of its allocator when a read fails half-way (a
 	// store that fails mid-compaction); the garbage collector takes them.
-	fr, err := pqarrow.NewFileReader(pf, props, memory.NewGoAllocator())
+	fr, err := pqarrow.NewFileReader(f.pf, props, memory.NewGoAllocator())
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.f.Path, err)
 	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.f.Path, err)
+	}
+	return rr, nil
+}
+
+// readAll reads f's rows as chunks in in.Schema's columns (strings
+// dictionary-encoded, as the Parquet writer takes them), without the rows
+// older than in.Cutoff.
+func (f *compactFile) readAll(ctx context.Context, in CompactInput) ([]Chunk, error) {
+	rr, err := f.records(ctx, in, 64<<10, true)
+	if err != nil {
+		return nil, err
 	}
 	defer rr.Release()
 	var out []Chunk
 	for rr.Next() {
-		c, err := compactionChunk(ctx, rr.RecordBatch(), in, memory.NewGoAllocator())
+		c, err := compactionChunk(ctx, rr.RecordBatch(), in, memory.NewGoAllocator(), true)
 		if err != nil {
 			releaseChunks(out)
-			return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+			return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.f.Path, err)
 		}
 		if c.Rec != nil {
 			out = append(out, c)
@@ -145,7 +225,7 @@ func (s *Store) readForCompaction(ctx context.Context, f File, in CompactInput) 
 	}
 	if err := rr.Err(); err != nil && err != io.EOF {
 		releaseChunks(out)
-		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.Path, err)
+		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.f.Path, err)
 	}
 	return out, nil
 }
@@ -159,8 +239,8 @@ func releaseChunks(cs []Chunk) {
 // compactionChunk is rec (a batch read from a file) in the table's column
 // types, where the file's differ only as Parquet makes them (a timestamp's
 // unit or zone), without the rows older than in.Cutoff; a nil Rec when
-// none is left.
-func compactionChunk(ctx context.Context, rec arrow.RecordBatch, in CompactInput, mem memory.Allocator) (Chunk, error) {
+// none is left. keep says it is kept beside others (tight).
+func compactionChunk(ctx context.Context, rec arrow.RecordBatch, in CompactInput, mem memory.Allocator, keep bool) (Chunk, error) {
 	cctx := compute.WithAllocator(ctx, mem)
 	fields := make([]arrow.Field, 0, rec.NumCols())
 	cols := make([]arrow.Array, 0, rec.NumCols())
@@ -178,7 +258,11 @@ func compactionChunk(ctx context.Context, rec arrow.RecordBatch, in CompactInput
 		switch {
 		case arrow.TypeEqual(a.DataType(), col.Type),
 			col.Type.ID() == arrow.STRING && a.DataType().ID() == arrow.DICTIONARY:
-			a = tight(a, mem)
+			if keep {
+				a = tight(a, mem)
+			} else {
+				a.Retain()
+			}
 		case col.Type.ID() == arrow.TIMESTAMP && a.DataType().ID() == arrow.TIMESTAMP:
 			cast, err := compute.CastArray(cctx, a, compute.SafeCastOptions(col.Type))
 			if err != nil {

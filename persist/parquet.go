@@ -146,7 +146,7 @@ type partFile struct {
 //
 // Its CPU-bound steps (the sort, each batch's gathering and encoding, the
 // last flush) each hold one of slots (encode_slots.go); nil bounds none.
-func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator, maxGroupRows int64, pace Pacer,
+func writePartition(dst io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.Allocator, maxGroupRows int64, pace Pacer,
 	slots *encodeSlots) (partFile, error) {
 	out := parquetSchema(tbl.ArrowSchema())
 	if out.NumFields() == 0 || out.Field(0).Name != catalog.TimeColumn {
@@ -169,26 +169,56 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		return nil
 	})
 
+	buf := make([]uint64, 0, parquetBatchRows)
+	start := 0
+	next := func() (arrow.RecordBatch, error) {
+		if start >= perm.len() {
+			return nil, nil
+		}
+		end := min(start+parquetBatchRows, perm.len())
+		rec, err := src.gather(perm.expand(start, end, buf), mem)
+		start = end
+		return rec, err
+	}
+	plain := plainColumns(out, src.cols)
+	w := sortedWrite{out: out, keys: src.keys, plain: plain, raw: rawColumns(out, src.cols, perm, plain),
+		maxGroupRows: maxGroupRows, pace: pace, slots: slots}
+	return w.write(dst, mem, next)
+}
+
+// sortedWrite is how a file of rows already in its order (a partition's,
+// sorted by writePartition, or a compaction's, merged by mergeSource) is
+// written: out is its schema, keys its string columns, which with time
+// its row groups declare as their sorting (parquet.go's order); plain and
+// raw name the columns written without a dictionary and uncompressed.
+type sortedWrite struct {
+	out          *arrow.Schema
+	keys         []int
+	plain, raw   []string
+	maxGroupRows int64
+	pace         Pacer
+	slots        *encodeSlots
+}
+
+// write writes the batches next returns, until a nil one, as one Parquet
+// file into dst. Each call of next holds one of w.slots; it runs one batch
+// ahead of the encoding, on its own goroutine.
+func (w sortedWrite) write(dst io.Writer, mem memory.Allocator, next func() (arrow.RecordBatch, error)) (partFile, error) {
 	var sorting []parquet.SortingColumn
-	for _, k := range src.keys {
+	for _, k := range w.keys {
 		sorting = append(sorting, parquet.SortingColumn{ColumnIdx: int32(k), NullsFirst: false})
 	}
 	sorting = append(sorting, parquet.SortingColumn{ColumnIdx: 0})
-	plain := plainColumns(out, src.cols)
-	props, arrProps := WriterProperties(mem, sorting, plain, rawColumns(out, src.cols, perm, plain)...)
-	fw, err := pqarrow.NewFileWriter(out, w, props, arrProps)
+	props, arrProps := WriterProperties(mem, sorting, w.plain, w.raw...)
+	fw, err := pqarrow.NewFileWriter(w.out, dst, props, arrProps)
 	if err != nil {
 		return partFile{}, fmt.Errorf("persist: parquet writer: %w", err)
 	}
+	slots := w.slots
 	res := partFile{MinTime: math.MaxInt64, MaxTime: math.MinInt64}
-	for _, c := range chunks {
-		if c.Rec.NumRows() > 0 {
-			res.MinTime = min(res.MinTime, c.MinTime)
-			res.MaxTime = max(res.MaxTime, c.MaxTime)
-		}
-	}
-	// Gathering the next batch (random reads across the chunks) overlaps
-	// encoding and compressing this one: a goroutine gathers ahead.
+	// Making the next batch (random reads across the chunks, or a merge)
+	// overlaps encoding and compressing this one: a goroutine makes it
+	// ahead.
 	type gathered struct {
 		rec arrow.RecordBatch
 		err error
@@ -197,13 +227,15 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 	stop := make(chan struct{})
 	go func() {
 		defer close(ahead)
-		buf := make([]uint64, 0, parquetBatchRows)
-		for start := 0; start < perm.len(); start += parquetBatchRows {
+		for {
 			var rec arrow.RecordBatch
 			err := slots.do(func() (err error) {
-				rec, err = src.gather(perm.expand(start, min(start+parquetBatchRows, perm.len()), buf), mem)
+				rec, err = next()
 				return err
 			})
+			if rec == nil && err == nil {
+				return
+			}
 			select {
 			case ahead <- gathered{rec, err}:
 			case <-stop:
@@ -218,8 +250,8 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		}
 	}()
 	defer func() {
-		// Runs before src.release (deferred earlier): the gatherer is done
-		// with src once ahead is closed.
+		// Runs before the caller releases what next reads from: the
+		// goroutine is done with it once ahead is closed.
 		close(stop)
 		for g := range ahead {
 			if g.rec != nil {
@@ -237,7 +269,7 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		err = slots.do(func() error {
 			defer rec.Release()
 			size := RecordBytes(rec)
-			if groupRows > 0 && (groupRows+rec.NumRows() > maxGroupRows || groupBytes+size > RowGroupBytes) {
+			if groupRows > 0 && (groupRows+rec.NumRows() > w.maxGroupRows || groupBytes+size > RowGroupBytes) {
 				if err := fw.NewBufferedRowGroupChecked(); err != nil {
 					return fmt.Errorf("persist: parquet row group: %w", err)
 				}
@@ -246,6 +278,8 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 			if err := fw.WriteBuffered(rec); err != nil {
 				return fmt.Errorf("persist: writing parquet: %w", err)
 			}
+			lo, hi := timeRangeOf(rec)
+			res.MinTime, res.MaxTime = min(res.MinTime, lo), max(res.MaxTime, hi)
 			groupRows += rec.NumRows()
 			groupBytes += size
 			res.Rows += rec.NumRows()
@@ -255,8 +289,8 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 			fw.Close()
 			return partFile{}, err
 		}
-		if pace != nil {
-			if err := pace(); err != nil {
+		if w.pace != nil {
+			if err := w.pace(); err != nil {
 				fw.Close()
 				return partFile{}, err
 			}
@@ -269,6 +303,16 @@ func writePartition(w io.Writer, tbl *catalog.Table, chunks []Chunk, mem memory.
 		res.MinTime, res.MaxTime = 0, 0
 	}
 	return res, nil
+}
+
+// timeRangeOf is the least and greatest value of rec's first column, its
+// time (parquet.go's files have no null time).
+func timeRangeOf(rec arrow.RecordBatch) (lo, hi int64) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for _, v := range valuesOf[int64](rec.Column(0)) {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
 }
 
 // RecordBytes is the memory of rec's buffers, dictionaries included.

@@ -96,8 +96,20 @@ func (t *TempFile) Remove() {
 // <data-dir>/persist, computing its CRC32C on the way. Once ctx ends, the
 // encoding fails at its next write. mem is the allocator of the encoding
 // (see writePartition).
-func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ *TempFile, err error) {
-	name := p.Object()
+func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (*TempFile, error) {
+	groupRows := p.RowGroupRows
+	if groupRows <= 0 {
+		groupRows = SegmentRowGroupRows
+	}
+	return s.writeTemp(ctx, p.Object(), p.Database, p.Table, p.Day, func(w io.Writer) (partFile, error) {
+		return writePartition(w, p.Schema, p.Chunks, mem, groupRows, p.Pace, s.slots)
+	})
+}
+
+// writeTemp writes the Parquet file write writes, object name of table
+// db.table's partition day, into a temporary file under <data-dir>/persist,
+// computing its CRC32C on the way. Once ctx ends, the writes fail.
+func (s *Store) writeTemp(ctx context.Context, name, db, table string, day int64, write func(io.Writer) (partFile, error)) (_ *TempFile, err error) {
 	f, err := s.createTemp("part-*.parquet")
 	if err != nil {
 		return nil, err
@@ -111,11 +123,7 @@ func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ 
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	cw := &countingWriter{ctx: ctx, w: io.MultiWriter(f, h)}
 	bw := bufio.NewWriterSize(cw, 1<<20)
-	groupRows := p.RowGroupRows
-	if groupRows <= 0 {
-		groupRows = SegmentRowGroupRows
-	}
-	pf, err := writePartition(bw, p.Schema, p.Chunks, mem, groupRows, p.Pace, s.slots)
+	pf, err := write(bw)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +131,7 @@ func (s *Store) WriteTemp(ctx context.Context, p Part, mem memory.Allocator) (_ 
 		return nil, err
 	}
 	return &TempFile{f: f, file: File{Path: name, URI: s.objects.URI(name), Size: cw.n, CRC32C: h.Sum32(), Rows: pf.Rows,
-		MinTime: pf.MinTime, MaxTime: pf.MaxTime, Database: p.Database, Table: p.Table, Partition: partitionName(p.Day)}}, nil
+		MinTime: pf.MinTime, MaxTime: pf.MaxTime, Database: db, Table: table, Partition: partitionName(day)}}, nil
 }
 
 // UploadParquet uploads t under its name (putImmutable: a different object
