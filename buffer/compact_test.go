@@ -224,3 +224,34 @@ func compactionCrashAt(t *testing.T, newStore func(*testing.T) objstore.Store, k
 	}
 	return crashed
 }
+
+// TestCompactionMaxFiles: a day of more than compactMaxFiles files is
+// merged compactMaxFiles at a time (the merge holds a batch of each
+// input), oldest first; the next round merges the rest with the merged
+// file, and no row is lost or doubled.
+func TestCompactionMaxFiles(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cfg := compactionConfig(t, mem, objstore.NewMemory())
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	want := writeSegments(t, b, compactMaxFiles+2)
+	if err := b.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s, c := listings(b, "cpu"); s != 2*2 || c != 2 {
+		t.Fatalf("after a round: %d files from segments, %d compacted; want 4 (2 a day), 2", s, c)
+	}
+	for table, w := range want {
+		assertRows(t, liveRows(t, b, table), w)
+	}
+	if err := b.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s, c := listings(b, "cpu"); s != 0 || c != 2 {
+		t.Fatalf("after the second round: %d files from segments, %d compacted; want 0, 2", s, c)
+	}
+	for table, w := range want {
+		assertRows(t, liveRows(t, b, table), w)
+	}
+}

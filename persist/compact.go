@@ -171,16 +171,15 @@ func (f *compactFile) close() {
 	os.Remove(f.tmp.Name())
 }
 
-// records returns a reader of f's rows in batches of batchRows; the string
-// columns of in.Schema dictionary-encoded when dict says so.
-func (f *compactFile) records(ctx context.Context, in CompactInput, batchRows int64, dict bool) (pqarrow.RecordReader, error) {
+// records returns a reader of f's rows in batches of batchRows; the
+// columns dict names (true: every string column of in.Schema) read
+// dictionary-encoded; only the columns of leaves, nil for all.
+func (f *compactFile) records(ctx context.Context, in CompactInput, batchRows int64, dict func(name string) bool, leaves []int) (pqarrow.RecordReader, error) {
 	props := pqarrow.ArrowReadProperties{BatchSize: batchRows}
-	if dict {
-		for i := 0; i < f.pf.MetaData().Schema.NumColumns(); i++ {
-			name := f.pf.MetaData().Schema.Column(i).Name()
-			if col, _, ok := in.Schema.Column(name); ok && col.Type.ID() == arrow.STRING {
-				props.SetReadDict(i, true)
-			}
+	for i := 0; i < f.pf.MetaData().Schema.NumColumns(); i++ {
+		name := f.pf.MetaData().Schema.Column(i).Name()
+		if col, _, ok := in.Schema.Column(name); ok && col.Type.ID() == arrow.STRING && dict(name) {
+			props.SetReadDict(i, true)
 		}
 	}
 	// The Go allocator, not in.Mem: arrow-go v18.8.0's record reader
@@ -190,18 +189,20 @@ func (f *compactFile) records(ctx context.Context, in CompactInput, batchRows in
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.f.Path, err)
 	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	rr, err := fr.GetRecordReader(ctx, leaves, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errCompactionInput, f.f.Path, err)
 	}
 	return rr, nil
 }
 
+func everyString(string) bool { return true }
+
 // readAll reads f's rows as chunks in in.Schema's columns (strings
 // dictionary-encoded, as the Parquet writer takes them), without the rows
 // older than in.Cutoff.
 func (f *compactFile) readAll(ctx context.Context, in CompactInput) ([]Chunk, error) {
-	rr, err := f.records(ctx, in, 64<<10, true)
+	rr, err := f.records(ctx, in, 64<<10, everyString, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -109,8 +109,10 @@ func TestMergedAsSorted(t *testing.T) {
 			s := openStore(t, objects, t.TempDir())
 			day, _ := parseDay(t0.Format("2006-01-02"))
 			var files []File
+			anyLater := false
 			for i := range 2 + r.IntN(4) {
 				later := i >= 1 && r.IntN(2) == 0 || i >= 3
+				anyLater = anyLater || later
 				var chunks []Chunk
 				// Some inputs span several of the merge's batches, and
 				// row groups.
@@ -130,7 +132,15 @@ func TestMergedAsSorted(t *testing.T) {
 				files = append(files, tmp.File())
 				tmp.Remove()
 			}
-			for _, cutoff := range []int64{math.MinInt64, t0.Truncate(24*3600e9).UnixNano() + 250e9} {
+			for _, tc := range []struct {
+				cutoff     int64
+				dictValues int
+			}{{math.MinInt64, maxDictValues}, {t0.Truncate(24*3600e9).UnixNano() + 250e9, maxDictValues}, {math.MinInt64, 4}} {
+				cutoff := tc.cutoff
+				// With 4, hosts (7 values) are merged as strings, regions
+				// (3) in the file's dictionary.
+				mergeDictValues = tc.dictValues
+				defer func() { mergeDictValues = maxDictValues }()
 				in := CompactInput{Generation: 1, Database: "db", Table: "m", Partition: t0.Format("2006-01-02"), Schema: mergeTable(true),
 					Files: files, Cutoff: cutoff, Mem: mem}
 				var inputs []*compactFile
@@ -144,6 +154,13 @@ func TestMergedAsSorted(t *testing.T) {
 				}
 				if !mergeable(inputs, in.Schema) {
 					t.Fatal("Apron's own files are not mergeable")
+				}
+				dicts, err := mergeDictionaries(ctx, inputs, in, parquetSchema(in.Schema.ArrowSchema()), []int{1, 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (dicts[0] == nil) != (tc.dictValues < 7) || (dicts[1] != nil) != anyLater {
+					t.Fatalf("dictionaries of host and region: %q", dicts)
 				}
 				merged, err := s.writeTemp(ctx, "merged", "db", "m", day, func(w io.Writer) (partFile, error) {
 					return s.writeMerged(ctx, w, inputs, in)
