@@ -23,7 +23,10 @@
 // Work on what is persisted (compaction, retention, deletes, dropping
 // tables) belongs here, beside the layout and the rules it must keep.
 // Deleting files (of dropped tables, of expired rows) rewrites segment
-// files first and deletes after (sweep.go); the buffer decides when.
+// files first and deletes after (sweep.go); the buffer decides when. A
+// compaction (compact.go) merges files that are each sorted as it
+// reads them, a batch of each at a time (compact_merge.go), so its
+// memory is bounded by its inputs' count, not their rows.
 //
 // # Object layout
 //
