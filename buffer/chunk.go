@@ -23,6 +23,13 @@ type Chunk struct {
 	MinTime, MaxTime int64 // ns since the epoch, inclusive
 }
 
+// ChunkStat is a chunk's rows and time range, without its data: what a
+// count or the extremes of time are answered from.
+type ChunkStat struct {
+	Rows             int64
+	MinTime, MaxTime int64 // ns since the epoch, inclusive
+}
+
 // openChunk is the chunk of a partition that takes appends until it holds
 // chunkRows rows and is sealed.
 type openChunk struct {

@@ -150,6 +150,17 @@ func (v *View) Chunks(s *Segment, db, table string) []Chunk {
 	return s.Snapshot(db, table)
 }
 
+// ChunkStats appends to dst the rows and time range of each chunk Chunks
+// would return, retaining none (a count of rows answered from them
+// took, with 5M rows buffered, a third of its CPU in retaining and
+// releasing ~600 chunks and in the garbage of their list).
+func (v *View) ChunkStats(s *Segment, db, table string, dst []ChunkStat) []ChunkStat {
+	if v.dropped(s, db, table) {
+		return dst
+	}
+	return s.Stats(db, table, dst)
+}
+
 // HasTable says whether s, a segment of the View, holds rows (or a
 // schema) of db.table that were not dropped before the View was taken.
 func (v *View) HasTable(s *Segment, db, table string) bool {

@@ -124,6 +124,16 @@ func (s *Segment) Snapshot(db, table string) []Chunk {
 	return t.snapshot()
 }
 
+// Stats appends to dst the rows and time range of each chunk Snapshot
+// would return, retaining none.
+func (s *Segment) Stats(db, table string, dst []ChunkStat) []ChunkStat {
+	t := s.tableBuffer(TableKey{db, table}, false)
+	if t == nil {
+		return dst
+	}
+	return t.stats(dst)
+}
+
 // HasTable says whether the segment holds rows (or a schema) of a table.
 func (s *Segment) HasTable(db, table string) bool {
 	return s.tableBuffer(TableKey{db, table}, false) != nil

@@ -198,11 +198,13 @@ func (t *tableBuffer) snapshot() []Chunk {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	days := make([]int64, 0, len(t.mu.parts))
-	for d := range t.mu.parts {
+	n := 0
+	for d, p := range t.mu.parts {
 		days = append(days, d)
+		n += len(p.sealed) + 1
 	}
 	sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
-	var out []Chunk
+	out := make([]Chunk, 0, n)
 	for _, d := range days {
 		p := t.mu.parts[d]
 		for _, c := range p.sealed {
@@ -214,6 +216,22 @@ func (t *tableBuffer) snapshot() []Chunk {
 		}
 	}
 	return out
+}
+
+// stats appends to dst the rows and time range of each chunk snapshot
+// would return, retaining none.
+func (t *tableBuffer) stats(dst []ChunkStat) []ChunkStat {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.mu.parts {
+		for _, c := range p.sealed {
+			dst = append(dst, ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime})
+		}
+		if p.open != nil && p.open.n > 0 {
+			dst = append(dst, ChunkStat{Rows: int64(p.open.n), MinTime: p.open.minT, MaxTime: p.open.maxT})
+		}
+	}
+	return dst
 }
 
 func (t *tableBuffer) sizeNow() int64 {

@@ -1,8 +1,10 @@
 package buffer
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,5 +128,41 @@ func TestMalformedViewRefused(t *testing.T) {
 	}
 	if b.Catalog().Version() != v {
 		t.Fatal("a refused batch changed the catalog")
+	}
+}
+
+// TestChunkStats: a View's ChunkStats are the rows and time ranges of the
+// chunks Chunks returns (sealed ones and the open one, over two days and
+// segments), and nothing for a dropped table's segment.
+func TestChunkStats(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := openBuffer(t, testConfig(t, mem))
+	defer b.Close()
+	for i := range 5 {
+		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+int64(i)*40_000_000_000_000, 257, 1_000_003))
+		if i == 2 {
+			roll(t, b)
+		}
+	}
+	v := b.View()
+	defer v.Release()
+	var want, got []ChunkStat
+	for _, s := range v.Buffered {
+		for _, c := range v.Chunks(s, "db", "cpu") {
+			want = append(want, ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime})
+			c.Rec.Release()
+		}
+		got = v.ChunkStats(s, "db", "cpu", got)
+	}
+	sortStats := func(s []ChunkStat) {
+		slices.SortFunc(s, func(a, b ChunkStat) int {
+			return cmp.Or(cmp.Compare(a.MinTime, b.MinTime), cmp.Compare(a.MaxTime, b.MaxTime), cmp.Compare(a.Rows, b.Rows))
+		})
+	}
+	sortStats(want)
+	sortStats(got)
+	if len(want) < 4 || !slices.Equal(got, want) {
+		t.Fatalf("ChunkStats %v, want %v (the chunks')", got, want)
 	}
 }

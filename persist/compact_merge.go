@@ -245,6 +245,12 @@ func mergeDictionaries(ctx context.Context, inputs []*compactFile, in CompactInp
 					sets[k] = nil
 				}
 			}
+			if in.Pace != nil {
+				if err := in.Pace(); err != nil {
+					rr.Release()
+					return nil, err
+				}
+			}
 		}
 		err = rr.Err()
 		rr.Release()

@@ -54,16 +54,13 @@ func (e *Engine) metaDirect(c *conn, stmt *duck.PreparedStatement) array.RecordR
 	}
 	key := buffer.TableKey{Database: t.Database, Table: t.Name}
 	bounds := withCutoff(qs.view, key, qs.boundsOf(key))
-	chunks := e.snapshot(qs.view, key, bounds)
+	chunks := e.chunkStats(qs.view, key, bounds)
 	files := e.persistedFiles(qs.view, key, bounds)
 	cutoff := qs.view.Cutoff(key.Database)
 	if !m.allSure(chunks, files, cutoff) {
-		for _, ch := range chunks {
-			ch.Rec.Release()
-		}
 		return nil
 	}
-	_, _, nc, nf := m.claim(chunks, files, cutoff) // takes (and releases) them all
+	nc, nf := m.claimAll(chunks, files)
 	e.metaChunks.Add(nc)
 	e.metaFiles.Add(nf)
 	rec := m.answer(schema, e.wb.Allocator())
@@ -100,10 +97,10 @@ func (m *metaAgg) fits(schema *arrow.Schema) bool {
 }
 
 // allSure says whether every chunk and file matches the query for
-// certain (metaAgg.sure): what claim would take out is all there is.
-func (m *metaAgg) allSure(chunks []buffer.Chunk, files []persist.File, cutoff int64) bool {
+// sure.
+func (m *metaAgg) allSure(chunks []buffer.ChunkStat, files []persist.File, cutoff int64) bool {
 	for _, c := range chunks {
-		if c.Rec.NumRows() > 0 && !m.sure(c.MinTime, c.MaxTime, cutoff) {
+		if c.Rows > 0 && !m.sure(c.MinTime, c.MaxTime, cutoff) {
 			return false
 		}
 	}
@@ -113,6 +110,30 @@ func (m *metaAgg) allSure(chunks []buffer.Chunk, files []persist.File, cutoff in
 		}
 	}
 	return true
+}
+
+// claimAll adds up the rows and times of chunks and files, all of which
+// match (allSure), as claim does.
+func (m *metaAgg) claimAll(chunks []buffer.ChunkStat, files []persist.File) (nchunks, nfiles int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.claims++
+	if m.claims > 1 {
+		return 0, 0 // the answer is refused (see adjust)
+	}
+	for _, c := range chunks {
+		if c.Rows > 0 {
+			m.add(c.Rows, c.MinTime, c.MaxTime)
+			nchunks++
+		}
+	}
+	for _, f := range files {
+		if f.Rows > 0 {
+			m.add(f.Rows, f.MinTime, f.MaxTime)
+			nfiles++
+		}
+	}
+	return nchunks, nfiles
 }
 
 // answer is the query's one row from what claim added up alone: what

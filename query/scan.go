@@ -465,6 +465,25 @@ func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buf
 	return out
 }
 
+// chunkStats is the rows and time range of each chunk snapshot would
+// return, none retained.
+func (e *Engine) chunkStats(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.ChunkStat {
+	var out []buffer.ChunkStat
+	for _, s := range v.Buffered {
+		all := v.ChunkStats(s, k.Database, k.Table, out)
+		out = all[:len(out)]
+		for _, c := range all[len(out):] {
+			if c.Rows == 0 || c.MaxTime < b.min || c.MinTime > b.max {
+				e.chunksPruned.Add(1)
+				continue
+			}
+			e.chunksScanned.Add(1)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // scanLocal is one thread's position in a scan.
 type scanLocal struct {
 	g   *scanGlobal
