@@ -52,8 +52,12 @@ import (
 // strings, and the writer takes indices instead of hashing every value
 // (which took a quarter of a merge's CPU). Others go to the writer plain.
 
-// mergeBatchRows is the rows of an input read at a time.
-const mergeBatchRows = 16 << 10
+// mergeBatchRows is the rows of an input read at a time. The column
+// readers' buffers are sized by it, and are most of an input's memory:
+// merging 24 files of 14.4M rows in all (BenchmarkCompaction), peak heap
+// 240-244 MB with 4Ki, 305 with 8Ki, 394-430 with 16Ki; 3.9-4.0 s
+// against 3.8 s with 16Ki, run by run.
+const mergeBatchRows = 4 << 10
 
 // mergeDictValues bounds the values of a merged file's dictionary, as
 // maxDictValues a segment file's; a variable for tests.

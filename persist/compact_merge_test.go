@@ -116,7 +116,10 @@ func TestMergedAsSorted(t *testing.T) {
 				var chunks []Chunk
 				// Some inputs span several of the merge's batches, and
 				// row groups.
-				n := []int{1, 50, 3000, mergeBatchRows + 500, 3 * mergeBatchRows}[r.IntN(5)]
+				n := []int{1, 50, 3000, mergeBatchRows + 500, 3 * mergeBatchRows, 45000}[r.IntN(6)]
+				if i == 0 {
+					n = 45000 // several row groups of 20,000
+				}
 				for done := 0; done < n; done += 4096 {
 					chunks = append(chunks, mergeChunk(r, mem, min(4096, n-done), later))
 				}
