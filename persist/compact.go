@@ -95,6 +95,8 @@ func (s *Store) writeCompacted(ctx context.Context, inputs []*compactFile, in Co
 	}
 	name := CompactedObject(in.Database, in.Table, in.Partition, in.Generation)
 	if !mergeable(inputs, in.Schema) {
+		s.log.Warn("compaction inputs do not declare the order of Apron's files; reading them whole into memory to sort them",
+			"database", in.Database, "table", in.Table, "partition", in.Partition, "files", len(inputs))
 		return s.writeSortedWhole(ctx, name, day, inputs, in)
 	}
 	f, err := s.writeTemp(ctx, name, in.Database, in.Table, day, func(w io.Writer) (partFile, error) {
