@@ -81,6 +81,22 @@ func mergeChunk(r *rand.Rand, mem memory.Allocator, n int, later bool) Chunk {
 	return c
 }
 
+// putPart writes p's file into s's store, releases its chunks, and
+// returns the file's entry.
+func putPart(t *testing.T, s *Store, p Part, mem memory.Allocator) File {
+	t.Helper()
+	tmp, err := s.WriteTemp(context.Background(), p, mem)
+	releaseChunks(p.Chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Remove()
+	if err := s.UploadParquet(context.Background(), tmp); err != nil {
+		t.Fatal(err)
+	}
+	return tmp.File()
+}
+
 // tempBytes is the contents of t.
 func tempBytes(t *testing.T, f *TempFile) []byte {
 	t.Helper()
@@ -123,17 +139,8 @@ func TestMergedAsSorted(t *testing.T) {
 				for done := 0; done < n; done += 4096 {
 					chunks = append(chunks, mergeChunk(r, mem, min(4096, n-done), later))
 				}
-				tmp, err := s.WriteTemp(ctx, Part{Segment: uint64(i + 1), Database: "db", Table: "m", Day: day, Schema: mergeTable(later),
-					Chunks: chunks, RowGroupRows: 20000}, mem)
-				releaseChunks(chunks)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.UploadParquet(ctx, tmp); err != nil {
-					t.Fatal(err)
-				}
-				files = append(files, tmp.File())
-				tmp.Remove()
+				files = append(files, putPart(t, s, Part{Segment: uint64(i + 1), Database: "db", Table: "m", Day: day,
+					Schema: mergeTable(later), Chunks: chunks, RowGroupRows: 20000}, mem))
 			}
 			for _, tc := range []struct {
 				cutoff     int64
@@ -212,18 +219,8 @@ func TestMergeableNeedsDeclaredOrder(t *testing.T) {
 	day, _ := parseDay(t0.Format("2006-01-02"))
 	var files []File
 	for i := range 2 {
-		c := mergeChunk(r, mem, 1000, false)
-		tmp, err := s.WriteTemp(ctx, Part{Segment: uint64(i + 1), Database: "db", Table: "m", Day: day, Schema: mergeTable(false),
-			Chunks: []Chunk{c}}, mem)
-		c.Rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.UploadParquet(ctx, tmp); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, tmp.File())
-		tmp.Remove()
+		files = append(files, putPart(t, s, Part{Segment: uint64(i + 1), Database: "db", Table: "m", Day: day,
+			Schema: mergeTable(false), Chunks: []Chunk{mergeChunk(r, mem, 1000, false)}}, mem))
 	}
 	// The second file again, rewritten by pqarrow without the sorting
 	// columns.
