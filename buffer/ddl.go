@@ -151,9 +151,9 @@ func (v *View) Chunks(s *Segment, db, table string) []Chunk {
 }
 
 // ChunkStats appends to dst the rows and time range of each chunk Chunks
-// would return, retaining none (a count of rows answered from them
-// took, with 5M rows buffered, a third of its CPU in retaining and
-// releasing ~600 chunks and in the garbage of their list).
+// would return, retaining none: a count of rows answered from a
+// snapshot of them, with 5M rows buffered (~600 chunks), spent a fifth
+// of its CPU retaining and releasing them and collecting their lists.
 func (v *View) ChunkStats(s *Segment, db, table string, dst []ChunkStat) []ChunkStat {
 	if v.dropped(s, db, table) {
 		return dst

@@ -97,7 +97,7 @@ func (m *metaAgg) fits(schema *arrow.Schema) bool {
 }
 
 // allSure says whether every chunk and file matches the query for
-// sure.
+// certain (metaAgg.sure): what claimAll adds up is all there is.
 func (m *metaAgg) allSure(chunks []buffer.ChunkStat, files []persist.File, cutoff int64) bool {
 	for _, c := range chunks {
 		if c.Rows > 0 && !m.sure(c.MinTime, c.MaxTime, cutoff) {
