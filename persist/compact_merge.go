@@ -375,7 +375,9 @@ func (c *mergeCursor) advance(ctx context.Context, m *mergeSource, in CompactInp
 // bind finds m's output columns in c.rec.
 func (c *mergeCursor) bind(m *mergeSource) error {
 	sch := c.rec.Schema()
-	c.cols = c.cols[:0]
+	// A new slice each batch: pieces of the batch being built keep the
+	// last one's.
+	c.cols = make([]int, 0, m.out.NumFields())
 	for _, f := range m.out.Fields() {
 		idx := sch.FieldIndices(f.Name)
 		if len(idx) == 0 {
