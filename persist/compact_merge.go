@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -147,7 +148,7 @@ func inheritedEncodings(inputs []*compactFile, out *arrow.Schema) (plain, raw []
 // columns of in.Schema.
 func (s *Store) writeMerged(ctx context.Context, w io.Writer, inputs []*compactFile, in CompactInput) (partFile, error) {
 	out := parquetSchema(in.Schema.ArrowSchema())
-	m := &mergeSource{mem: in.Mem}
+	m := &mergeSource{mem: in.Mem, minTime: math.MaxInt64, maxTime: math.MinInt64}
 	defer m.release()
 	for i, f := range out.Fields() {
 		if f.Type.ID() == arrow.STRING {
@@ -180,7 +181,8 @@ func (s *Store) writeMerged(ctx context.Context, w io.Writer, inputs []*compactF
 		}
 	}
 	plain, raw := inheritedEncodings(inputs, out)
-	sw := sortedWrite{out: m.out, keys: m.keys, plain: plain, raw: raw, maxGroupRows: RowGroupRows, pace: in.Pace, slots: s.slots}
+	sw := sortedWrite{out: m.out, keys: m.keys, plain: plain, raw: raw, maxGroupRows: RowGroupRows, pace: in.Pace, slots: s.slots,
+		timeRange: func() (int64, int64) { return m.minTime, m.maxTime }}
 	return sw.write(w, in.Mem, func() (arrow.RecordBatch, error) { return m.next(ctx, in) })
 }
 
@@ -287,6 +289,8 @@ type mergeSource struct {
 	// ranks.
 	dicts  []arrow.Array
 	rankOf []map[string]int32
+	// minTime and maxTime are the range of the batches the cursors read.
+	minTime, maxTime int64
 }
 
 func (m *mergeSource) setDictionaries(dicts [][]string, mem memory.Allocator) {
@@ -364,6 +368,7 @@ func (c *mergeCursor) advance(ctx context.Context, m *mergeSource, in CompactInp
 			continue // every row expired
 		}
 		c.rec, c.pos = ch.Rec, 0
+		m.minTime, m.maxTime = min(m.minTime, ch.MinTime), max(m.maxTime, ch.MaxTime)
 		return c.bind(m)
 	}
 	if err := c.rr.Err(); err != nil && err != io.EOF {

@@ -182,7 +182,15 @@ func writePartition(dst io.Writer, tbl *catalog.Table, chunks []Chunk, mem memor
 	}
 	plain := plainColumns(out, src.cols)
 	w := sortedWrite{out: out, keys: src.keys, plain: plain, raw: rawColumns(out, src.cols, perm, plain),
-		maxGroupRows: maxGroupRows, pace: pace, slots: slots}
+		maxGroupRows: maxGroupRows, pace: pace, slots: slots, timeRange: func() (lo, hi int64) {
+			lo, hi = math.MaxInt64, math.MinInt64
+			for _, c := range chunks {
+				if c.Rec.NumRows() > 0 {
+					lo, hi = min(lo, c.MinTime), max(hi, c.MaxTime)
+				}
+			}
+			return lo, hi
+		}}
 	return w.write(dst, mem, next)
 }
 
@@ -198,6 +206,10 @@ type sortedWrite struct {
 	maxGroupRows int64
 	pace         Pacer
 	slots        *encodeSlots
+	// timeRange is the least and greatest time of the rows written, asked
+	// once next has returned them all: the chunks' ranges, or what the
+	// merge read.
+	timeRange func() (lo, hi int64)
 }
 
 // write writes the batches next returns, until a nil one, as one Parquet
@@ -215,7 +227,7 @@ func (w sortedWrite) write(dst io.Writer, mem memory.Allocator, next func() (arr
 		return partFile{}, fmt.Errorf("persist: parquet writer: %w", err)
 	}
 	slots := w.slots
-	res := partFile{MinTime: math.MaxInt64, MaxTime: math.MinInt64}
+	var res partFile
 	// Making the next batch (random reads across the chunks, or a merge)
 	// overlaps encoding and compressing this one: a goroutine makes it
 	// ahead.
@@ -278,8 +290,6 @@ func (w sortedWrite) write(dst io.Writer, mem memory.Allocator, next func() (arr
 			if err := fw.WriteBuffered(rec); err != nil {
 				return fmt.Errorf("persist: writing parquet: %w", err)
 			}
-			lo, hi := timeRangeOf(rec)
-			res.MinTime, res.MaxTime = min(res.MinTime, lo), max(res.MaxTime, hi)
 			groupRows += rec.NumRows()
 			groupBytes += size
 			res.Rows += rec.NumRows()
@@ -299,20 +309,10 @@ func (w sortedWrite) write(dst io.Writer, mem memory.Allocator, next func() (arr
 	if err := slots.do(fw.Close); err != nil {
 		return partFile{}, fmt.Errorf("persist: closing parquet writer: %w", err)
 	}
-	if res.Rows == 0 {
-		res.MinTime, res.MaxTime = 0, 0
+	if res.Rows > 0 {
+		res.MinTime, res.MaxTime = w.timeRange()
 	}
 	return res, nil
-}
-
-// timeRangeOf is the least and greatest value of rec's first column, its
-// time (parquet.go's files have no null time).
-func timeRangeOf(rec arrow.RecordBatch) (lo, hi int64) {
-	lo, hi = math.MaxInt64, math.MinInt64
-	for _, v := range valuesOf[int64](rec.Column(0)) {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	return lo, hi
 }
 
 // RecordBytes is the memory of rec's buffers, dictionaries included.

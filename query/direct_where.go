@@ -168,7 +168,7 @@ type directFilter struct {
 func (f *directFilter) rows(c buffer.Chunk, mem memory.Allocator) (arrow.RecordBatch, error) {
 	rec := c.Rec
 	n := int(rec.NumRows())
-	if n == 0 || c.MaxTime < f.b.min || c.MinTime > f.b.max {
+	if f.b.misses(int64(n), c.MinTime, c.MaxTime) {
 		return nil, nil
 	}
 	var sel []int32

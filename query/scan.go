@@ -437,7 +437,7 @@ func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds)
 			if f.Database != k.Database || f.Table != k.Table {
 				continue
 			}
-			if f.Rows == 0 || f.MaxTime < b.min || f.MinTime > b.max {
+			if b.misses(f.Rows, f.MinTime, f.MaxTime) {
 				e.filesPruned.Add(1)
 				continue
 			}
@@ -453,7 +453,7 @@ func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buf
 	var out []buffer.Chunk
 	for _, s := range v.Buffered {
 		for _, c := range v.Chunks(s, k.Database, k.Table) {
-			if c.Rec.NumRows() == 0 || c.MaxTime < b.min || c.MinTime > b.max {
+			if b.misses(c.Rec.NumRows(), c.MinTime, c.MaxTime) {
 				c.Rec.Release()
 				e.chunksPruned.Add(1)
 				continue
@@ -473,7 +473,7 @@ func (e *Engine) chunkStats(v *buffer.View, k buffer.TableKey, b timeBounds) []b
 		all := v.ChunkStats(s, k.Database, k.Table, out)
 		out = all[:len(out)]
 		for _, c := range all[len(out):] {
-			if c.Rows == 0 || c.MaxTime < b.min || c.MinTime > b.max {
+			if b.misses(c.Rows, c.MinTime, c.MaxTime) {
 				e.chunksPruned.Add(1)
 				continue
 			}
@@ -1123,3 +1123,9 @@ const maxRowGroupRows = persist.SegmentRowGroupRows
 type timeBounds struct{ min, max int64 }
 
 var allTime = timeBounds{math.MinInt64, math.MaxInt64}
+
+// misses says whether rows rows whose times lie in [lo, hi] (a chunk's, a
+// file's) hold none within b.
+func (b timeBounds) misses(rows, lo, hi int64) bool {
+	return rows == 0 || hi < b.min || lo > b.max
+}
