@@ -528,10 +528,11 @@ func (m *mergeSource) next(ctx context.Context, in CompactInput) (arrow.RecordBa
 		}
 		n := min(int(first.rec.NumRows())-first.pos, parquetBatchRows-rows)
 		if second != nil {
-			// The rows of first before second's next row: at least one
-			// (its next row is; max keeps a file whose rows are not in
-			// the order it declares from stopping the merge).
-			n = max(1, sort.Search(n, func(x int) bool { return !m.before(first, first.pos+x, second, second.pos) }))
+			// The rows of first before second's next row: at least one,
+			// its next row, even in a file whose rows are not in the
+			// order it declares (the search returns 0 only if that row
+			// did not come first).
+			n = sort.Search(n, func(x int) bool { return !m.before(first, first.pos+x, second, second.pos) })
 		}
 		first.rec.Retain()
 		p := mergePiece{rec: first.rec, cols: first.cols, lo: first.pos, hi: first.pos + n, ranks: make([][]int32, len(m.keys))}

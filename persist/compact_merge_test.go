@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/apron-db/apron/catalog"
@@ -207,7 +208,8 @@ func head(rec arrow.RecordBatch) arrow.RecordBatch {
 
 // TestMergeableNeedsDeclaredOrder: a file whose row groups do not declare
 // the order (not written by Apron) is not merged but read whole and
-// sorted; its rows are compacted all the same.
+// sorted; its rows are compacted all the same. One that declares the
+// order and breaks it is merged, and loses no row.
 func TestMergeableNeedsDeclaredOrder(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
@@ -225,29 +227,17 @@ func TestMergeableNeedsDeclaredOrder(t *testing.T) {
 	// The second file again, rewritten by pqarrow without the sorting
 	// columns.
 	rec := readParquetBytes(t, readObject(t, objects, files[1].Path), mem)
-	var buf bytes.Buffer
-	props, arrProps := WriterProperties(mem, nil, nil)
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, arrProps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	foreign := putForeign(t, objects, files[1], 3, rec, nil, mem)
 	rec.Release()
-	foreign := files[1]
-	foreign.Path = ParquetObject("db", "m", day, 3)
-	foreign.Size = int64(buf.Len())
-	if err := objects.Put(ctx, foreign.Path, bytes.NewReader(buf.Bytes()), foreign.Size, objstore.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Rows in no order, in a file that declares Apron's (host, then
+	// time): merged as declared, it must neither stop nor lose a row.
+	c := mergeChunk(r, mem, 1000, false)
+	lying := putForeign(t, objects, files[1], 4, c.Rec, []parquet.SortingColumn{{ColumnIdx: 1}, {ColumnIdx: 0}}, mem)
+	c.Rec.Release()
 	for i, tc := range []struct {
 		files     []File
 		mergeable bool
-	}{{files, true}, {[]File{files[0], foreign}, false}} {
+	}{{files, true}, {[]File{files[0], foreign}, false}, {[]File{files[0], lying}, true}} {
 		var inputs []*compactFile
 		for _, f := range tc.files {
 			cf, err := s.openForCompaction(ctx, f)
@@ -269,6 +259,30 @@ func TestMergeableNeedsDeclaredOrder(t *testing.T) {
 			t.Fatalf("compaction wrote %+v, want one file of 2000 rows", c.Files)
 		}
 	}
+}
+
+// putForeign stores rec as a file pqarrow writes, declaring sorting, in
+// place of segment seg's file like f, and returns its entry.
+func putForeign(t *testing.T, objects objstore.Store, f File, seg uint64, rec arrow.RecordBatch, sorting []parquet.SortingColumn, mem memory.Allocator) File {
+	t.Helper()
+	var buf bytes.Buffer
+	props, arrProps := WriterProperties(mem, sorting, nil)
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, arrProps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	day, _ := parseDay(f.Partition)
+	f.Path, f.Size = ParquetObject(f.Database, f.Table, day, seg), int64(buf.Len())
+	if err := objects.Put(context.Background(), f.Path, bytes.NewReader(buf.Bytes()), f.Size, objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func readObject(t *testing.T, objects objstore.Store, name string) []byte {
