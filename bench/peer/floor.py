@@ -6,8 +6,8 @@ floor server (bench/peer/floor: one constant row, no work) and Apron:
 
 Per server: ADBC's DB-API with the same text each time (the statement
 stays prepared), with a new text each time (close, prepare, GetFlightInfo,
-DoGet), and, where the server takes them, a query ticket through
-pyarrow.flight; the calls interleaved as bench/peer does, p50 and p90 in
+DoGet), and a query ticket through pyarrow.flight (the floor server
+answers one too); the calls interleaved as bench/peer does, p50 and p90 in
 ms. Apron needs a table bench.cpu (run.sh's, or any)."""
 import json
 import sys

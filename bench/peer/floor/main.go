@@ -1,12 +1,15 @@
 // Command floor is a Flight SQL server that answers every statement, plain
-// or prepared, with one constant row and does nothing else: what a
-// client's call costs with no server work behind it. bench/peer/floor.py
-// measures a client against it and against Apron, side by side.
+// or prepared, and every JSON query ticket (Apron's and InfluxDB 3's
+// {"database": …, "sql_query": …}), with one constant row and does
+// nothing else: what a client's call costs with no server work behind it.
+// bench/peer/floor.py measures a client against it and against Apron,
+// side by side.
 //
 //	go run ./bench/peer/floor -addr 127.0.0.1:8093
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"log"
@@ -16,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 )
@@ -71,6 +75,27 @@ func (s *server) DoGetPreparedStatement(context.Context, flightsql.PreparedState
 	return oneRow()
 }
 
+// ticketServer answers a JSON query ticket itself, in one DoGet as Apron
+// does, and hands every other call to the Flight SQL server.
+type ticketServer struct{ flight.FlightServer }
+
+func (t ticketServer) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	if !bytes.HasPrefix(bytes.TrimSpace(tkt.GetTicket()), []byte("{")) {
+		return t.FlightServer.DoGet(tkt, stream)
+	}
+	_, ch, _ := oneRow()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema))
+	defer w.Close()
+	for c := range ch {
+		err := w.Write(c.Data)
+		c.Data.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8093", "address to listen on")
 	flag.Parse()
@@ -79,7 +104,7 @@ func main() {
 		log.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	flight.RegisterFlightServiceServer(gs, flightsql.NewFlightServer(&server{}))
+	flight.RegisterFlightServiceServer(gs, ticketServer{flightsql.NewFlightServer(&server{})})
 	log.Printf("floor: Flight SQL at %s", l.Addr())
 	log.Fatal(gs.Serve(l))
 }
