@@ -485,7 +485,7 @@ func TestSandboxWithoutAdmission(t *testing.T) {
 		"SELECT * FROM apron_scan('b', 'cpu', 3)",
 		"SELECT * FROM b.cpu",
 	} {
-		c, err := s.e.acquire(ctx, false)
+		c, err := s.e.acquire(ctx, false, "")
 		if err != nil {
 			t.Fatal(err)
 		}

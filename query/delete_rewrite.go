@@ -226,7 +226,7 @@ func (e *Engine) readForRewrite(ctx context.Context, p *deletePlan, rw *buffer.R
 // boundsOf is the hull of the time bounds a's WHERE puts on table k
 // (scanBounds), allTime if none.
 func (e *Engine) boundsOf(ctx context.Context, a *admitted, database string, k buffer.TableKey) (timeBounds, error) {
-	c, err := e.acquire(ctx, false)
+	c, err := e.acquire(ctx, false, database)
 	if err != nil {
 		return allTime, err
 	}

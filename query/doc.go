@@ -214,7 +214,15 @@
 //
 // A query runs on a connection of its own, taken from a pool bounded by
 // Config.MaxConcurrent; a query that finds no free connection waits up to
-// Config.QueueTimeout and then fails with ErrTooManyQueries.
+// Config.QueueTimeout and then fails with ErrTooManyQueries. A pooled
+// connection keeps the current database of its last query (the search
+// path unqualified names resolve in); a query takes an idle connection of
+// its own database, or a new one while the pool holds fewer than can run
+// at once, rather than one that must change database (SET search_path,
+// parsed and run by DuckDB: about what the rest of a count(*) answered
+// from metadata costs). Clients of different databases interleaved would
+// otherwise switch the one idle connection at every query (slots.go,
+// pickIdle; Stats.DatabaseSwitches counts the switches).
 //
 // # Sandbox
 //

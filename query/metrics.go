@@ -34,6 +34,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_metadata_answers_total", "Queries (counts, time extremes) answered from metadata alone, without running DuckDB.", func(s Stats) float64 { return float64(s.MetaAnswers) }),
 		counter("apron_query_bounds_in_go_total", "Time bounds relative to now() evaluated in Go, without a DuckDB statement.", func(s Stats) float64 { return float64(s.BoundsInGo) }),
 		counter("apron_query_plans_reused_total", "Queries run on DuckDB's plan of an earlier query of the same text, not prepared again.", func(s Stats) float64 { return float64(s.PlansReused) }),
+		counter("apron_query_database_switches_total", "Pooled DuckDB connections made to change their current database for a query (SET search_path); each connection keeps the last database it ran, and a query takes one of its own database when one is idle.", func(s Stats) float64 { return float64(s.DatabaseSwitches) }),
 		counter("apron_query_parse_cache_hits_total", "Statements whose parse was found in the parse cache.", func(s Stats) float64 { return float64(s.ParseHits) }),
 		counter("apron_query_parse_cache_misses_total", "Statements parsed by DuckDB.", func(s Stats) float64 { return float64(s.ParseMisses) }),
 		counter("apron_query_shape_cache_hits_total", "Prepares answered from the shape cache.", func(s Stats) float64 { return float64(s.ShapeHits) }),

@@ -18,7 +18,7 @@ import (
 // without pruning.
 func TestNowBoundInGo(t *testing.T) {
 	v := newEnv(t, Config{})
-	c, err := v.e.acquire(context.Background(), false)
+	c, err := v.e.acquire(context.Background(), false, "")
 	if err != nil {
 		t.Fatal(err)
 	}

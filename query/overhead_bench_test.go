@@ -35,7 +35,7 @@ func BenchmarkQueryOverhead(b *testing.B) {
 			}
 		})
 	}
-	c, err := v.e.acquire(ctx, false)
+	c, err := v.e.acquire(ctx, false, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestBoundValuesKept(t *testing.T) {
 // and each run gives now() of its own transaction, not the first one's.
 func TestNowBoundPreparedOnce(t *testing.T) {
 	v := newEnv(t, Config{})
-	c, err := v.e.acquire(context.Background(), false)
+	c, err := v.e.acquire(context.Background(), false, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func (e *Engine) Prepare(ctx context.Context, sql, database string) (_ *Statemen
 			}
 		}
 	}
-	c, err := e.acquire(ctx, a.systemOnly())
+	c, err := e.acquire(ctx, a.systemOnly(), database)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (e *Engine) runRow(ctx context.Context, a *admitted, database string, param
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := e.acquire(ctx, a.systemOnly())
+	c, err := e.acquire(ctx, a.systemOnly(), database)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ const (
 // reads DuckDB's own catalog functions, which clients' statements may not
 // call (admit.go): it runs on a pool connection, outside admission.
 func (e *Engine) Vocabulary(ctx context.Context) ([]Word, error) {
-	c, err := e.acquire(ctx, true)
+	c, err := e.acquire(ctx, true, "")
 	if err != nil {
 		return nil, err
 	}
