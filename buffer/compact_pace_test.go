@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,107 +183,5 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 		default:
 			return false
 		}
-	})
-}
-
-// persistGateStore holds every segment file's upload (not a
-// compaction's) until the test lets it go: arrived gets one value per
-// upload held, release lets one go. reads counts the reads of persisted
-// files (a compaction's inputs).
-type persistGateStore struct {
-	objstore.Store
-	arrived, release chan struct{}
-	reads            atomic.Int32
-}
-
-func (s *persistGateStore) Get(ctx context.Context, name string) (io.ReadCloser, error) {
-	if strings.HasPrefix(name, "dbs/") && strings.HasSuffix(name, ".parquet") {
-		s.reads.Add(1)
-	}
-	return s.Store.Get(ctx, name)
-}
-
-func (s *persistGateStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
-	if strings.HasPrefix(name, "dbs/") && strings.HasSuffix(name, ".parquet") && !strings.Contains(name, "/c0") {
-		select {
-		case s.arrived <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return s.Store.Put(ctx, name, data, size, opts)
-}
-
-// TestCompactionWhilePersistsNeverStop: a compaction that is due starts
-// even when the persister is never idle (a closed segment waits each
-// time a persist ends, as under sustained writes with a small buffer),
-// the segments keep being persisted meanwhile (from its pacer), and it
-// completes. With compaction only when no segment waits, none started.
-func TestCompactionWhilePersistsNeverStop(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	gate := &persistGateStore{Store: objstore.NewMemory(), arrived: make(chan struct{}), release: make(chan struct{})}
-	cfg := compactionConfig(t, mem, gate)
-	cfg.CompactionInterval = time.Millisecond // due at every turn of the persister
-	b := openBuffer(t, cfg)
-	defer b.Close()
-	// Each segment's rows are of one day: one file a segment.
-	write := func(i int) {
-		writeMixed(t, b, t0.UnixNano()+int64(i)*1_000_003, 40)
-	}
-	waitArrived := func(what string) {
-		t.Helper()
-		select {
-		case <-gate.arrived:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no upload held after %s", what)
-		}
-	}
-	write(0)
-	first := roll(t, b)
-	waitArrived("the first segment closed")
-	var ids []uint64
-	for i := 1; i <= 12; i++ {
-		// The next segment closes while the last one's upload is held:
-		// when that persist ends, a segment waits.
-		write(i)
-		ids = append(ids, roll(t, b))
-		gate.release <- struct{}{}
-		waitArrived("a segment closed")
-		if gate.reads.Load() > 0 {
-			break
-		}
-	}
-	started := gate.reads.Load() > 0
-	// Let everything through: the last upload held, and any after it.
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-gate.arrived:
-			case <-done:
-				return
-			}
-		}
-	}()
-	gate.release <- struct{}{}
-	close(gate.release)
-	defer close(done)
-	if !started {
-		t.Fatalf("no compaction started while segments %d-%d closed one after another, each waiting when the last persist ended", first, ids[len(ids)-1])
-	}
-	waitFor(t, "the compaction", func() bool { _, c := listings(b, "cpu"); return c > 0 })
-	waitFor(t, "every segment persisted", func() bool {
-		for _, id := range ids {
-			if !isPersisted(b, id) {
-				return false
-			}
-		}
-		return true
 	})
 }

@@ -262,20 +262,6 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 		if b.draining() {
 			return
 		}
-		// A compaction that is due runs now even if a closed segment
-		// waits: its pacer persists waiting segments between its steps
-		// (compact_pace.go). Under writes that never let the persister
-		// be idle (16 writers with 512 MiB of buffer: a segment closed
-		// every ~4 s, persisted in about as long), waiting for idleness
-		// meant no compaction at all (22 files of one day in 100 s,
-		// none merged), the files of a day piling up until writes stop.
-		select {
-		case <-compactTick:
-			if err := b.compact(ctx, true); err != nil {
-				return // only cancellation ends retries
-			}
-		default:
-		}
 		seg := b.nextToPersist()
 		if seg == nil && b.cat.Version() > b.persist.store.CatalogVersion() {
 			if _, err := b.persistCatalog(ctx, b.cat.Version()); err != nil {
