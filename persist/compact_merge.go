@@ -9,11 +9,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -603,37 +601,17 @@ func (m *mergeSource) build(pieces []mergePiece, rows int) (arrow.RecordBatch, e
 // gatherRanks builds key k's column of pieces' rows: indices in the
 // file's dictionary, which are its ranks.
 func (m *mergeSource) gatherRanks(k int, pieces []mergePiece, rows int) arrow.Array {
-	data := memory.NewResizableBuffer(m.mem)
-	data.Resize(rows * 4)
-	out := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(data.Bytes()))), rows)
-	var valid *memory.Buffer
-	nulls, at := 0, 0
+	data, out := newRanks(rows, m.mem)
+	at := 0
 	for _, p := range pieces {
-		for i := range p.hi - p.lo {
-			r := int32(nullRank)
-			if p.ranks[k] != nil {
-				r = p.ranks[k][i]
+		if p.ranks[k] == nil {
+			for i := range p.hi - p.lo {
+				out[at+i] = nullRank
 			}
-			if r == nullRank {
-				if valid == nil {
-					valid = memory.NewResizableBuffer(m.mem)
-					valid.Resize(int(bitutil.BytesForBits(int64(rows))))
-					bitutil.SetBitsTo(valid.Bytes(), 0, int64(rows), true)
-				}
-				bitutil.ClearBit(valid.Bytes(), at)
-				r = 0
-				nulls++
-			}
-			out[at] = r
-			at++
+		} else {
+			copy(out[at:], p.ranks[k])
 		}
+		at += p.hi - p.lo
 	}
-	d := array.NewData(dictType, rows, []*memory.Buffer{valid, data}, nil, nulls, 0)
-	d.SetDictionary(m.dicts[k].Data())
-	defer d.Release()
-	data.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	return array.MakeFromData(d)
+	return rankColumn(data, out, m.dicts[k], m.mem)
 }

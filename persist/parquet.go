@@ -669,28 +669,41 @@ func (s *partSource) gather(perm []uint64, mem memory.Allocator) (arrow.RecordBa
 // gatherDict builds the dictionary array of key column k (output column i):
 // indices are ranks in the file's dictionary.
 func (s *partSource) gatherDict(k, i int, perm []uint64, mem memory.Allocator) arrow.Array {
-	n := len(perm)
+	data, out := newRanks(len(perm), mem)
+	for j, v := range perm {
+		out[j] = s.rank(k, v)
+	}
+	return rankColumn(data, out, s.dicts[i], mem)
+}
+
+// newRanks is a buffer of n int32 ranks for rankColumn, and its values.
+func newRanks(n int, mem memory.Allocator) (*memory.Buffer, []int32) {
 	data := memory.NewResizableBuffer(mem)
 	data.Resize(n * 4)
-	out := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(data.Bytes()))), n)
+	return data, unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(data.Bytes()))), n)
+}
+
+// rankColumn makes the dictionary array over dict whose indices are
+// ranks, data's values (newRanks), nullRank a null; it takes data.
+func rankColumn(data *memory.Buffer, ranks []int32, dict arrow.Array, mem memory.Allocator) arrow.Array {
+	n := len(ranks)
 	var valid *memory.Buffer
 	nulls := 0
-	for j, v := range perm {
-		r := s.rank(k, v)
-		if r == nullRank {
-			if valid == nil {
-				valid = memory.NewResizableBuffer(mem)
-				valid.Resize(int(bitutil.BytesForBits(int64(n))))
-				bitutil.SetBitsTo(valid.Bytes(), 0, int64(n), true)
-			}
-			bitutil.ClearBit(valid.Bytes(), j)
-			r = 0
-			nulls++
+	for j, r := range ranks {
+		if r != nullRank {
+			continue
 		}
-		out[j] = r
+		if valid == nil {
+			valid = memory.NewResizableBuffer(mem)
+			valid.Resize(int(bitutil.BytesForBits(int64(n))))
+			bitutil.SetBitsTo(valid.Bytes(), 0, int64(n), true)
+		}
+		bitutil.ClearBit(valid.Bytes(), j)
+		ranks[j] = 0
+		nulls++
 	}
 	d := array.NewData(dictType, n, []*memory.Buffer{valid, data}, nil, nulls, 0)
-	d.SetDictionary(s.dicts[i].Data())
+	d.SetDictionary(dict.Data())
 	defer d.Release()
 	data.Release()
 	if valid != nil {
