@@ -186,8 +186,7 @@ func (m *metaAgg) claim(chunks []buffer.Chunk, files []persist.File, cutoff int6
 	}
 	keptChunks := chunks[:0]
 	for _, c := range chunks {
-		if n := int64(c.Rec.NumRows()); n > 0 && m.sure(c.MinTime, c.MaxTime, cutoff) {
-			m.add(n, c.MinTime, c.MaxTime)
+		if m.take(c.Rec.NumRows(), c.MinTime, c.MaxTime, cutoff) {
 			nchunks++
 			c.Rec.Release()
 			continue
@@ -196,8 +195,7 @@ func (m *metaAgg) claim(chunks []buffer.Chunk, files []persist.File, cutoff int6
 	}
 	keptFiles := files[:0]
 	for _, f := range files {
-		if f.Rows > 0 && m.sure(f.MinTime, f.MaxTime, cutoff) {
-			m.add(f.Rows, f.MinTime, f.MaxTime)
+		if m.take(f.Rows, f.MinTime, f.MaxTime, cutoff) {
 			nfiles++
 			continue
 		}
@@ -206,10 +204,17 @@ func (m *metaAgg) claim(chunks []buffer.Chunk, files []persist.File, cutoff int6
 	return keptChunks, keptFiles, nchunks, nfiles
 }
 
-func (m *metaAgg) add(rows, oldest, newest int64) {
+// take adds rows rows of times within [oldest, newest] if there are any
+// and they all match for certain (sure); it says whether it did. The
+// caller holds m.mu.
+func (m *metaAgg) take(rows, oldest, newest, cutoff int64) bool {
+	if rows == 0 || !m.sure(oldest, newest, cutoff) {
+		return false
+	}
 	m.rows += rows
 	m.oldest = min(m.oldest, oldest)
 	m.newest = max(m.newest, newest)
+	return true
 }
 
 // added says whether the metadata counted any row.

@@ -60,7 +60,7 @@ func (e *Engine) metaDirect(c *conn, stmt *duck.PreparedStatement) array.RecordR
 	if !m.allSure(chunks, files, cutoff) {
 		return nil
 	}
-	nc, nf := m.claimAll(chunks, files)
+	nc, nf := m.claimAll(chunks, files, cutoff)
 	e.metaChunks.Add(nc)
 	e.metaFiles.Add(nf)
 	rec := m.answer(schema, e.wb.Allocator())
@@ -114,7 +114,7 @@ func (m *metaAgg) allSure(chunks []buffer.ChunkStat, files []persist.File, cutof
 
 // claimAll adds up the rows and times of chunks and files, all of which
 // match (allSure), as claim does.
-func (m *metaAgg) claimAll(chunks []buffer.ChunkStat, files []persist.File) (nchunks, nfiles int64) {
+func (m *metaAgg) claimAll(chunks []buffer.ChunkStat, files []persist.File, cutoff int64) (nchunks, nfiles int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.claims++
@@ -122,14 +122,12 @@ func (m *metaAgg) claimAll(chunks []buffer.ChunkStat, files []persist.File) (nch
 		return 0, 0 // the answer is refused (see adjust)
 	}
 	for _, c := range chunks {
-		if c.Rows > 0 {
-			m.add(c.Rows, c.MinTime, c.MaxTime)
+		if m.take(c.Rows, c.MinTime, c.MaxTime, cutoff) {
 			nchunks++
 		}
 	}
 	for _, f := range files {
-		if f.Rows > 0 {
-			m.add(f.Rows, f.MinTime, f.MaxTime)
+		if m.take(f.Rows, f.MinTime, f.MaxTime, cutoff) {
 			nfiles++
 		}
 	}
