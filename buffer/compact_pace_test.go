@@ -185,3 +185,89 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 		}
 	})
 }
+
+// persistGateStore holds each upload of a segment's Parquet file (not a
+// compaction's) until the test lets it go: arrived gets a value as one
+// is held, release lets it go; once open is closed, none is held.
+type persistGateStore struct {
+	objstore.Store
+	arrived, release, open chan struct{}
+}
+
+func (s *persistGateStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
+	if strings.HasPrefix(name, "dbs/") && strings.HasSuffix(name, ".parquet") && !strings.Contains(name, "/c0") {
+		select {
+		case s.arrived <- struct{}{}:
+			select {
+			case <-s.release:
+			case <-s.open:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case <-s.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Store.Put(ctx, name, data, size, opts)
+}
+
+// TestCompactionWhilePersistsNeverStop: under writes that never let the
+// persister rest (a closed segment waits each time a persist ends), a
+// compaction that is due still starts, takes turns with the persists
+// and completes, the sweep deletes its inputs, and every segment is
+// persisted. When compaction waited for an idle persister, none started;
+// when its pacer persisted every waiting segment before its next step,
+// the one that started never ended. Each fails this test.
+func TestCompactionWhilePersistsNeverStop(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	gate := &persistGateStore{Store: objstore.NewMemory(), arrived: make(chan struct{}), release: make(chan struct{}), open: make(chan struct{})}
+	cfg := compactionConfig(t, mem, gate)
+	cfg.CompactionInterval = time.Millisecond // due at every turn of the persister
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	var openOnce sync.Once
+	open := func() { openOnce.Do(func() { close(gate.open) }) }
+	defer open()
+	// One table, one day: one file a segment.
+	want := map[string][]row{}
+	writeOne := func(i int) uint64 {
+		rows := genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1)
+		write(t, b, "cpu", cpuSchema, rows)
+		want["cpu"] = append(want["cpu"], rows...)
+		return roll(t, b)
+	}
+	waitArrived := func(what string) {
+		t.Helper()
+		select {
+		case <-gate.arrived:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no upload held after %s", what)
+		}
+	}
+	compacted := func() bool { _, c := listings(b, "cpu"); return c > 0 }
+	ids := []uint64{writeOne(0)}
+	waitArrived("the first segment closed")
+	for i := 1; !compacted(); i++ {
+		if i > 100 {
+			t.Fatalf("no compaction completed in %d persists, each ending with a segment waiting", i)
+		}
+		// The next segment closes while the last one's upload is held:
+		// when that persist ends, a segment waits.
+		ids = append(ids, writeOne(i))
+		gate.release <- struct{}{}
+		waitArrived("a segment closed")
+	}
+	// The round ended between two persists, and the sweep ran after it:
+	// the persister is held in the next upload, a segment waiting.
+	if !swept(b) {
+		t.Fatal("the compaction's inputs were not swept before the next persist")
+	}
+	if n := len(objectsOf(t, gate, "cpu")); n >= len(ids) {
+		t.Fatalf("%d files of cpu in the store after a compaction of %d segments' files and its sweep", n, len(ids))
+	}
+	open()
+	waitAllPersisted(t, b)
+	assertRows(t, liveRows(t, b, "cpu"), want["cpu"])
+}

@@ -40,6 +40,9 @@ type persistState struct {
 	drainOnce sync.Once
 	// current is the id of the segment being persisted, 0 if none.
 	current atomic.Uint64
+	// turn is the compaction's share of the persister's time while
+	// segments keep waiting (compact_pace.go).
+	turn persisterTurn
 	// abandoned: FinishPersist's deadline passed with the cancelled
 	// persister still running (in an encoding that stops only at its next
 	// write). Close then does not wait for it, nor unlock the data dir,
@@ -258,10 +261,30 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 		defer t.Stop()
 		compactTick = t.C
 	}
+	// What came due while the persister was busy: a compaction round
+	// (its tick, kickCompaction) and a sweep (its tick, kickSweep).
+	var compactDue, sweepDue bool
+	noteDue := func() {
+		for {
+			select {
+			case <-compactTick:
+				compactDue = true
+			case <-b.persist.compactNow:
+				compactDue = true
+			case <-tick.C:
+				sweepDue = true
+			case <-b.persist.sweep:
+				sweepDue = true
+			default:
+				return
+			}
+		}
+	}
 	for {
 		if b.draining() {
 			return
 		}
+		noteDue()
 		seg := b.nextToPersist()
 		if seg == nil && b.cat.Version() > b.persist.store.CatalogVersion() {
 			if _, err := b.persistCatalog(ctx, b.cat.Version()); err != nil {
@@ -269,7 +292,18 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 			}
 			continue
 		}
-		if seg == nil {
+		// A segment waits: persist it, unless a compaction or a sweep is
+		// due and memory does not press. Under writes that never let the
+		// persister rest, one always waits, and they would never run
+		// (compact_pace.go); a round started now lends the segment's
+		// time to the compaction by turns.
+		if seg != nil && (!compactDue && !sweepDue || b.memoryPressing()) {
+			if err := b.persistTimed(ctx, seg); err != nil {
+				return // only cancellation ends retries
+			}
+			continue
+		}
+		if seg == nil && !compactDue && !sweepDue {
 			select {
 			case <-ctx.Done():
 				return
@@ -278,25 +312,29 @@ func (b *WriteBuffer) persister(ctx context.Context) {
 			case <-b.persist.notify:
 				continue
 			case <-tick.C:
+				sweepDue = true
 			case <-b.persist.sweep:
+				sweepDue = true
 			case <-compactTick:
-				if err := b.compact(ctx, true); err != nil {
-					return // only cancellation ends retries
-				}
+				compactDue = true
 			case <-b.persist.compactNow:
-				if err := b.compact(ctx, true); err != nil {
-					return // only cancellation ends retries
-				}
+				compactDue = true
 			}
+		}
+		if compactDue {
+			compactDue, sweepDue = false, true // a round's inputs are the sweep's
+			if seg == nil {
+				b.persist.turn.left = 0 // no turn to share: a segment that closes now is persisted at the next step
+			}
+			if err := b.compact(ctx, true); err != nil {
+				return // only cancellation ends retries
+			}
+		}
+		if sweepDue {
+			sweepDue = false
 			if err := b.sweep(ctx); err != nil {
 				return // only cancellation ends retries
 			}
-			continue
-		}
-		seg.seal()
-		if err := b.persistSegment(ctx, seg); err != nil {
-			// Only cancellation ends retries.
-			return
 		}
 	}
 }

@@ -16,16 +16,28 @@ package buffer
 // It takes no lock: the segments are those of the published View state
 // (viewstate.go), their sizes atomic.
 func (b *WriteBuffer) boundEncoding() bool {
-	if !b.writesActive() {
-		return false
-	}
+	return b.writesActive() && b.bufferedNow() < b.cfg.MemLimit/2
+}
+
+// memoryPressing says whether the buffer holds three quarters of
+// MemLimit or more: a closed segment waits (a segment closes at half)
+// and the open one is past half of its size, so writes are nearing the
+// limit, where they wait. The persister then persists before anything
+// else (compactions, sweeps: compact_pace.go).
+func (b *WriteBuffer) memoryPressing() bool {
+	return b.bufferedNow() >= b.cfg.MemLimit/4*3
+}
+
+// bufferedNow is the bytes buffered (bufferedLocked) without the lock,
+// from the published View state; 0 before there is one.
+func (b *WriteBuffer) bufferedNow() int64 {
 	st := b.viewState.Load()
 	if st == nil {
-		return true
+		return 0
 	}
 	used := b.lvc.bytes.Load()
 	for _, s := range st.segs {
 		used += s.size.Load()
 	}
-	return used < b.cfg.MemLimit/2
+	return used
 }
