@@ -11,9 +11,9 @@ import (
 	"github.com/apron-db/apron/persist"
 )
 
-// Compaction (persist/compaction.go) runs in the persister's goroutine,
-// when it has no segment to persist, every CompactionInterval (and gives
-// way to persists and writes: compact_pace.go): each
+// Compaction (persist/compaction.go) runs in the persister's goroutine
+// every CompactionInterval, between two persists (taking turns with them,
+// and giving way to writes: compact_pace.go): each
 // table's persisted files of one day, once there are CompactionMinFiles
 // of them, are merged into one file (sorted as persisted files are, with
 // the rows that have expired left out), at most compactMaxBytes of input

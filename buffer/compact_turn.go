@@ -46,7 +46,7 @@ func (t *compactTurn) debt() chan struct{} {
 }
 
 // kickCompaction asks the persister for a compaction round as soon as it
-// has no segment to persist.
+// is between two persists (persister).
 func (b *WriteBuffer) kickCompaction() {
 	select {
 	case b.persist.compactNow <- struct{}{}:

@@ -39,7 +39,10 @@
 // are being persisted (full_wait.go) and are refused while persistence
 // fails. A replace in
 // progress (replace.go) holds back the segments from its first on until
-// it commits or aborts.
+// it commits or aborts. The persister also compacts (compact.go) and
+// sweeps (sweep.go); persists come first while memory presses, and
+// otherwise they take turns, so that writes that never let the persister
+// rest hold off neither (compact_pace.go).
 //
 // # Last-value caches
 //

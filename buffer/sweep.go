@@ -14,7 +14,8 @@ import (
 // dropped tables (ddl.go) and those whose rows have all expired
 // (retention.go). It runs in the persister's goroutine, so that segment
 // files are written by one goroutine only, every SweepInterval and when
-// a drop or a retention change asks for it.
+// a drop or a retention change asks for it: between two persists when
+// segments keep waiting, unless memory presses (persister).
 //
 // A file leaves the Index first (removeFilesLocked, under mu): Views
 // taken from then on do not list it. Its segment is then dirty: its
