@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,15 +188,23 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 }
 
 // persistGateStore holds each upload of a segment's Parquet file (not a
-// compaction's) until the test lets it go: arrived gets a value as one
-// is held, release lets it go; once open is closed, none is held.
+// compaction's) while hold is set, until the test lets it go: arrived
+// gets a value as one is held, release lets it go; once open is closed,
+// none is held.
 type persistGateStore struct {
 	objstore.Store
+	hold                   atomic.Bool
 	arrived, release, open chan struct{}
 }
 
+func newPersistGateStore() *persistGateStore {
+	s := &persistGateStore{Store: objstore.NewMemory(), arrived: make(chan struct{}), release: make(chan struct{}), open: make(chan struct{})}
+	s.hold.Store(true)
+	return s
+}
+
 func (s *persistGateStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
-	if strings.HasPrefix(name, "dbs/") && strings.HasSuffix(name, ".parquet") && !strings.Contains(name, "/c0") {
+	if s.hold.Load() && strings.HasPrefix(name, "dbs/") && strings.HasSuffix(name, ".parquet") && !strings.Contains(name, "/c0") {
 		select {
 		case s.arrived <- struct{}{}:
 			select {
@@ -222,7 +231,7 @@ func (s *persistGateStore) Put(ctx context.Context, name string, data io.Reader,
 func TestCompactionWhilePersistsNeverStop(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	gate := &persistGateStore{Store: objstore.NewMemory(), arrived: make(chan struct{}), release: make(chan struct{}), open: make(chan struct{})}
+	gate := newPersistGateStore()
 	cfg := compactionConfig(t, mem, gate)
 	cfg.CompactionInterval = time.Millisecond // due at every turn of the persister
 	b := openBuffer(t, cfg)
@@ -270,4 +279,68 @@ func TestCompactionWhilePersistsNeverStop(t *testing.T) {
 	open()
 	waitAllPersisted(t, b)
 	assertRows(t, liveRows(t, b, "cpu"), want["cpu"])
+}
+
+// TestSweepGivesWayToPersist: a sweep with much to do (a dropped table's
+// listings to rewrite and files to delete) stops after one step when
+// memory presses and a segment waits, and leaves the rest for the next
+// sweep, which finishes once the segment is persisted. (Writes would
+// otherwise wait at the memory limit behind a drop's deletes.)
+func TestSweepGivesWayToPersist(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	gate := newPersistGateStore()
+	gate.hold.Store(false)
+	cfg := persistConfig(t, mem, gate)
+	cfg.ReleasePersisted = true
+	cfg.MemLimit = 4 << 20
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	var openOnce sync.Once
+	open := func() { openOnce.Do(func() { close(gate.open) }) }
+	defer open()
+	const files = 5
+	for i := range files {
+		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1))
+		roll(t, b)
+	}
+	waitAllPersisted(t, b)
+	if n := listedOf(t, gate, "cpu"); n != files {
+		t.Fatalf("%d files of cpu listed; want %d", n, files)
+	}
+	// The persister is held in the next segment's upload, then the
+	// buffer fills to three quarters of its limit.
+	gate.hold.Store(true)
+	want := map[string][]row{"mem": genRows(t0.UnixNano(), 40, 1)}
+	write(t, b, "mem", cpuSchema, want["mem"])
+	roll(t, b)
+	<-gate.arrived
+	for i := 0; !b.memoryPressing(); i++ {
+		if i > 10_000 {
+			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, cfg.MemLimit)
+		}
+		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
+		write(t, b, "mem", cpuSchema, rows)
+		want["mem"] = append(want["mem"], rows...)
+	}
+	if _, err := b.DropTable("db", "cpu", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := listedOf(t, gate, "cpu"); n != files-1 {
+		t.Fatalf("a sweep while memory presses and a segment waits left %d listings of the dropped table's files; want %d (one rewritten, then it gives way)", n, files-1)
+	}
+	if n := len(objectsOf(t, gate, "cpu")); n != files {
+		t.Fatalf("%d files of the dropped table left after a sweep that gave way; want all %d", n, files)
+	}
+	gate.hold.Store(false)
+	open()
+	waitFor(t, "the dropped table's files deleted", func() bool { return len(objectsOf(t, gate, "cpu")) == 0 && swept(b) })
+	if n := listedOf(t, gate, "cpu"); n != 0 {
+		t.Fatalf("%d listings of the dropped table's files left", n)
+	}
+	checkStoreConsistent(t, b, gate)
+	assertRows(t, liveRows(t, b, "mem"), want["mem"])
 }

@@ -167,6 +167,15 @@ func (b *WriteBuffer) kickSweep() {
 	}
 }
 
+// persistsFirst says whether a long sweep is to stop where it is and
+// let the persister persist: memory presses and a segment waits. What
+// it leaves (listings still dirty, files still doomed) is the next
+// sweep's. (A drop of a table of thousands of files on GCS deletes them
+// for minutes; writes must not wait behind that.)
+func (b *WriteBuffer) persistsFirst() bool {
+	return b.memoryPressing() && b.nextToPersist() != nil
+}
+
 // Sweep runs one sweep now (tests; the persister sweeps by itself).
 func (b *WriteBuffer) Sweep(ctx context.Context) error {
 	if b.persist.store == nil {
@@ -204,7 +213,11 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 		}
 	}
 	slices.SortFunc(rewrites, func(x, y rewrite) int { return strings.Compare(x.seg.Listing(), y.seg.Listing()) })
-	for _, r := range rewrites {
+	for i, r := range rewrites {
+		if i > 0 && b.persistsFirst() {
+			b.kickSweep() // the rest stay dirty, for the next sweep
+			return nil
+		}
 		err := b.retry(ctx, "rewriting "+r.seg.Listing(), func() error {
 			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.RewriteListing(ctx, r.seg) })
 		})
@@ -242,6 +255,13 @@ func (b *WriteBuffer) sweep(ctx context.Context) error {
 	// delete fails after others.
 	defer func() { b.persist.store.SettleUnlisted(gone...) }()
 	for i, d := range ready {
+		if i > 0 && b.persistsFirst() {
+			b.mu.Lock()
+			b.mu.sweep.doomed = append(b.mu.sweep.doomed, ready[i:]...)
+			b.mu.Unlock()
+			b.kickSweep()
+			break
+		}
 		err := b.retry(ctx, "deleting "+d.file.Path, func() error {
 			return b.attempt(ctx, 0, func(ctx context.Context) error { return b.persist.store.DeleteFile(ctx, d.file.Path) })
 		})
