@@ -81,8 +81,9 @@ type Config struct {
 	// compaction.
 	CompactionMinFiles int
 	// CompactionShare is the most of a core's time a compaction takes
-	// while writes arrive (compact_pace.go), in (0, 1]: 0 is the default,
-	// DefaultCompactionShare; 1 never holds it back.
+	// while writes arrive, and its share of the persister's time while
+	// segments keep waiting (compact_pace.go), in (0, 1]: 0 is the
+	// default, DefaultCompactionShare; 1 never holds it back.
 	CompactionShare float64
 	// PersistRetryMin and PersistRetryMax bound the backoff between
 	// attempts of a failed persist step (exponential, with jitter; retried

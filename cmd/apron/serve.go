@@ -76,7 +76,7 @@ func newServeFlagSet() (*serveFlags, *flag.FlagSet) {
 	fs.Var(&f.maxValueSize, "max-value-size", "largest string or binary value a write may carry, e.g. 8MiB (clients read values back in gRPC messages of 4-16 MiB); 0 = no limit")
 	fs.DurationVar(&f.cfg.CompactionInterval, "compaction-interval", f.cfg.CompactionInterval, "how often the persisted files are looked at for compaction (each table's files of one day merged into one once there are --compaction-min-files); 0 turns compaction off")
 	fs.IntVar(&f.cfg.CompactionMinFiles, "compaction-min-files", f.cfg.CompactionMinFiles, "how many persisted files of one table and day make a compaction (at least 2)")
-	fs.Float64Var(&f.cfg.CompactionShare, "compaction-cpu-share", buffer.DefaultCompactionShare, "the most of one core's time a compaction takes while writes arrive (it sleeps between its steps); 1 never holds it back; with no writes it takes what it needs")
+	fs.Float64Var(&f.cfg.CompactionShare, "compaction-cpu-share", buffer.DefaultCompactionShare, "the most of one core's time a compaction takes while writes arrive (it sleeps between its steps), and its share of the persister's time while segments keep waiting (unless the buffer holds 3/4 of --buffer-mem-limit); 1 never holds it back; with no writes it takes what it needs")
 	fs.StringVar(&f.retention, "retention", "none", "default retention of a database without its own (apron.database.update): rows older are invisible to reads and their Parquet files deleted, e.g. 30d, 2w, 36h; none keeps everything")
 	f.store.register(fs)
 	fs.StringVar(&f.queryCfg.CacheDir, "cache-dir", "", "local copies of persisted Parquet files fetched from the object store; default <data-dir>/cache")
