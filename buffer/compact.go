@@ -123,10 +123,12 @@ func (b *WriteBuffer) compactionJobs() []compactionJob {
 		}
 	}
 	var jobs []compactionJob
+	var backlog int64
 	for k, in := range groups {
 		if len(in) < b.cfg.CompactionMinFiles {
 			continue
 		}
+		backlog += int64(len(in))
 		slices.SortFunc(in, func(x, y input) int { return cmp.Compare(x.seg, y.seg) })
 		job := compactionJob{db: k.db, table: k.table, partition: k.partition, minSeg: math.MaxUint64}
 		var bytes, rows int64
@@ -141,6 +143,7 @@ func (b *WriteBuffer) compactionJobs() []compactionJob {
 		}
 		jobs = append(jobs, job)
 	}
+	b.compactBacklog.Store(backlog)
 	slices.SortFunc(jobs, func(x, y compactionJob) int {
 		return cmp.Or(cmp.Compare(x.db, y.db), cmp.Compare(x.table, y.table), cmp.Compare(x.partition, y.partition))
 	})
@@ -208,6 +211,7 @@ func (b *WriteBuffer) runCompaction(ctx context.Context, job compactionJob, inPe
 		out += f.Size
 		rows += f.Rows
 	}
+	b.compactBacklog.Add(-int64(len(job.files)))
 	b.metrics.compactions.WithLabelValues("ok").Inc()
 	b.metrics.compactionFilesIn.Add(float64(len(job.files)))
 	b.metrics.compactionFilesOut.Add(float64(len(c.Files)))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/apron-db/apron/objstore"
 	"github.com/apron-db/apron/objstore/objstoretest"
@@ -242,6 +243,10 @@ func TestCompactionMaxFiles(t *testing.T) {
 	if s, c := listings(b, "cpu"); s != 2*2 || c != 2 {
 		t.Fatalf("after a round: %d files from segments, %d compacted; want 4 (2 a day), 2", s, c)
 	}
+	// The backlog: 2 tables × 2 days × the 2 files a round left.
+	if n := testutil.ToFloat64(b.metrics.compactionBacklog); n != 8 {
+		t.Fatalf("apron_compaction_backlog_files %v after a round that left 2 files of each table's day; want 8", n)
+	}
 	for table, w := range want {
 		assertRows(t, liveRows(t, b, table), w)
 	}
@@ -250,6 +255,9 @@ func TestCompactionMaxFiles(t *testing.T) {
 	}
 	if s, c := listings(b, "cpu"); s != 0 || c != 2 {
 		t.Fatalf("after the second round: %d files from segments, %d compacted; want 0, 2", s, c)
+	}
+	if n := testutil.ToFloat64(b.metrics.compactionBacklog); n != 0 {
+		t.Fatalf("apron_compaction_backlog_files %v once every day is merged; want 0", n)
 	}
 	for table, w := range want {
 		assertRows(t, liveRows(t, b, table), w)

@@ -35,6 +35,7 @@ type metrics struct {
 	compactionBytesOut prometheus.Counter
 	compactionTime     prometheus.Histogram
 	compactionPaced    prometheus.Counter
+	compactionBacklog  prometheus.GaugeFunc
 }
 
 func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
@@ -102,6 +103,10 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 		}
 		return 0
 	})
+	m.compactionBacklog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "apron_compaction_backlog_files",
+		Help: "Persisted files due for compaction (of a table's day with --compaction-min-files or more) at the last round's look, less those merged since; one that keeps growing means compaction does not keep up with the writes (see --compaction-cpu-share).",
+	}, func() float64 { return float64(b.compactBacklog.Load()) })
 	m.filesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apron_persist_files_deleted_total", Help: "Parquet files deleted from the object store, by reason: dropped (their table or database), expired (retention) or compacted (merged into another).",
 	}, []string{"reason"})
@@ -139,7 +144,7 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 	m.collectors = []prometheus.Collector{m.fullWaits, m.fullWaitSeconds, m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
 		m.compactionBytesOut, m.compactionTime, m.compactionPaced, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
 		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
-		m.filesDeleted, m.bytesDeleted, unlisted}
+		m.filesDeleted, m.bytesDeleted, unlisted, m.compactionBacklog}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.MustRegister(c)

@@ -91,6 +91,9 @@ type WriteBuffer struct {
 	// compactTurn makes rewrites let the compactions they delay run
 	// (compact_turn.go).
 	compactTurn compactTurn
+	// compactBacklog is the files due for compaction at the last round's
+	// look, less those merged since (apron_compaction_backlog_files).
+	compactBacklog atomic.Int64
 
 	// walFailed is closed when the WAL fails (wal.Options.OnFail).
 	walFailed     chan struct{}
