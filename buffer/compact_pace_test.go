@@ -190,11 +190,20 @@ func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
 // persistGateStore holds each upload of a segment's Parquet file (not a
 // compaction's) while hold is set, until the test lets it go: arrived
 // gets a value as one is held, release lets it go; once open is closed,
-// none is held.
+// none is held. reads counts the reads of Parquet files (a compaction's
+// inputs).
 type persistGateStore struct {
 	objstore.Store
 	hold                   atomic.Bool
 	arrived, release, open chan struct{}
+	reads                  atomic.Int32
+}
+
+func (s *persistGateStore) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	if strings.HasPrefix(name, "dbs/") && strings.HasSuffix(name, ".parquet") {
+		s.reads.Add(1)
+	}
+	return s.Store.Get(ctx, name)
 }
 
 func newPersistGateStore() *persistGateStore {
@@ -343,4 +352,62 @@ func TestSweepGivesWayToPersist(t *testing.T) {
 	}
 	checkStoreConsistent(t, b, gate)
 	assertRows(t, liveRows(t, b, "mem"), want["mem"])
+}
+
+// TestPersistFirstWhileMemoryPresses: with the buffer at three quarters
+// of its limit and a segment waiting, a compaction that is due does not
+// take the persister's time: the waiting segments are persisted first,
+// and the round runs once memory no longer presses.
+func TestPersistFirstWhileMemoryPresses(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	gate := newPersistGateStore()
+	gate.hold.Store(false)
+	cfg := compactionConfig(t, mem, gate)
+	cfg.MemLimit = 4 << 20
+	b := openBuffer(t, cfg)
+	defer b.Close()
+	var openOnce sync.Once
+	open := func() { openOnce.Do(func() { close(gate.open) }) }
+	defer open()
+	want := map[string][]row{}
+	for i := range 3 {
+		rows := genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1)
+		write(t, b, "cpu", cpuSchema, rows)
+		want["cpu"] = append(want["cpu"], rows...)
+		roll(t, b)
+	}
+	waitAllPersisted(t, b)
+	// The persister is held in the next segment's upload; the buffer
+	// fills to three quarters of its limit, and that segment closes too.
+	gate.hold.Store(true)
+	want["mem"] = genRows(t0.UnixNano(), 40, 1)
+	write(t, b, "mem", cpuSchema, want["mem"])
+	roll(t, b)
+	<-gate.arrived
+	for i := 0; !b.memoryPressing(); i++ {
+		if i > 10_000 {
+			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, cfg.MemLimit)
+		}
+		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
+		write(t, b, "mem", cpuSchema, rows)
+		want["mem"] = append(want["mem"], rows...)
+	}
+	roll(t, b)
+	if !b.memoryPressing() {
+		t.Fatal("memory no longer presses once the full segment closed")
+	}
+	b.kickCompaction() // 3 files of cpu's day: a round is due
+	gate.release <- struct{}{}
+	<-gate.arrived // the next persist, of the full segment
+	if n := gate.reads.Load(); n != 0 {
+		t.Fatalf("a compaction read %d files while memory pressed and a segment waited", n)
+	}
+	gate.hold.Store(false)
+	open()
+	waitAllPersisted(t, b)
+	waitFor(t, "the compaction once memory no longer presses", func() bool { _, c := listings(b, "cpu"); return c > 0 })
+	for table, rows := range want {
+		assertRows(t, liveRows(t, b, table), rows)
+	}
 }
