@@ -196,7 +196,37 @@ type persistGateStore struct {
 	objstore.Store
 	hold                   atomic.Bool
 	arrived, release, open chan struct{}
+	openOnce               sync.Once
 	reads                  atomic.Int32
+}
+
+// openAll lets every upload go, those held and those to come.
+func (s *persistGateStore) openAll() { s.openOnce.Do(func() { close(s.open) }) }
+
+// holdPersister holds the persister in the upload of the segment it
+// closes with rows of mem.
+func holdPersister(t *testing.T, b *WriteBuffer, gate *persistGateStore, rows []row) {
+	t.Helper()
+	gate.hold.Store(true)
+	write(t, b, "mem", cpuSchema, rows)
+	roll(t, b)
+	<-gate.arrived
+}
+
+// fillToPressing writes rows of mem (a day on) until the buffer holds
+// three quarters of its limit (memoryPressing), and returns them.
+func fillToPressing(t *testing.T, b *WriteBuffer) []row {
+	t.Helper()
+	var out []row
+	for i := 0; !b.memoryPressing(); i++ {
+		if i > 10_000 {
+			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, b.cfg.MemLimit)
+		}
+		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
+		write(t, b, "mem", cpuSchema, rows)
+		out = append(out, rows...)
+	}
+	return out
 }
 
 func (s *persistGateStore) Get(ctx context.Context, name string) (io.ReadCloser, error) {
@@ -245,9 +275,7 @@ func TestCompactionWhilePersistsNeverStop(t *testing.T) {
 	cfg.CompactionInterval = time.Millisecond // due at every turn of the persister
 	b := openBuffer(t, cfg)
 	defer b.Close()
-	var openOnce sync.Once
-	open := func() { openOnce.Do(func() { close(gate.open) }) }
-	defer open()
+	defer gate.openAll()
 	// One table, one day: one file a segment.
 	want := map[string][]row{}
 	writeOne := func(i int) uint64 {
@@ -285,7 +313,7 @@ func TestCompactionWhilePersistsNeverStop(t *testing.T) {
 	if n := len(objectsOf(t, gate, "cpu")); n >= len(ids) {
 		t.Fatalf("%d files of cpu in the store after a compaction of %d segments' files and its sweep", n, len(ids))
 	}
-	open()
+	gate.openAll()
 	waitAllPersisted(t, b)
 	assertRows(t, liveRows(t, b, "cpu"), want["cpu"])
 }
@@ -305,9 +333,7 @@ func TestSweepGivesWayToPersist(t *testing.T) {
 	cfg.MemLimit = 4 << 20
 	b := openBuffer(t, cfg)
 	defer b.Close()
-	var openOnce sync.Once
-	open := func() { openOnce.Do(func() { close(gate.open) }) }
-	defer open()
+	defer gate.openAll()
 	const files = 5
 	for i := range files {
 		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1))
@@ -319,19 +345,9 @@ func TestSweepGivesWayToPersist(t *testing.T) {
 	}
 	// The persister is held in the next segment's upload, then the
 	// buffer fills to three quarters of its limit.
-	gate.hold.Store(true)
 	want := map[string][]row{"mem": genRows(t0.UnixNano(), 40, 1)}
-	write(t, b, "mem", cpuSchema, want["mem"])
-	roll(t, b)
-	<-gate.arrived
-	for i := 0; !b.memoryPressing(); i++ {
-		if i > 10_000 {
-			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, cfg.MemLimit)
-		}
-		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
-		write(t, b, "mem", cpuSchema, rows)
-		want["mem"] = append(want["mem"], rows...)
-	}
+	holdPersister(t, b, gate, want["mem"])
+	want["mem"] = append(want["mem"], fillToPressing(t, b)...)
 	if _, err := b.DropTable("db", "cpu", false); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +361,7 @@ func TestSweepGivesWayToPersist(t *testing.T) {
 		t.Fatalf("%d files of the dropped table left after a sweep that gave way; want all %d", n, files)
 	}
 	gate.hold.Store(false)
-	open()
+	gate.openAll()
 	waitFor(t, "the dropped table's files deleted", func() bool { return len(objectsOf(t, gate, "cpu")) == 0 && swept(b) })
 	if n := listedOf(t, gate, "cpu"); n != 0 {
 		t.Fatalf("%d listings of the dropped table's files left", n)
@@ -367,9 +383,7 @@ func TestPersistFirstWhileMemoryPresses(t *testing.T) {
 	cfg.MemLimit = 4 << 20
 	b := openBuffer(t, cfg)
 	defer b.Close()
-	var openOnce sync.Once
-	open := func() { openOnce.Do(func() { close(gate.open) }) }
-	defer open()
+	defer gate.openAll()
 	want := map[string][]row{}
 	for i := range 3 {
 		rows := genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1)
@@ -380,19 +394,9 @@ func TestPersistFirstWhileMemoryPresses(t *testing.T) {
 	waitAllPersisted(t, b)
 	// The persister is held in the next segment's upload; the buffer
 	// fills to three quarters of its limit, and that segment closes too.
-	gate.hold.Store(true)
 	want["mem"] = genRows(t0.UnixNano(), 40, 1)
-	write(t, b, "mem", cpuSchema, want["mem"])
-	roll(t, b)
-	<-gate.arrived
-	for i := 0; !b.memoryPressing(); i++ {
-		if i > 10_000 {
-			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, cfg.MemLimit)
-		}
-		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
-		write(t, b, "mem", cpuSchema, rows)
-		want["mem"] = append(want["mem"], rows...)
-	}
+	holdPersister(t, b, gate, want["mem"])
+	want["mem"] = append(want["mem"], fillToPressing(t, b)...)
 	roll(t, b)
 	if !b.memoryPressing() {
 		t.Fatal("memory no longer presses once the full segment closed")
@@ -404,7 +408,7 @@ func TestPersistFirstWhileMemoryPresses(t *testing.T) {
 		t.Fatalf("a compaction read %d files while memory pressed and a segment waited", n)
 	}
 	gate.hold.Store(false)
-	open()
+	gate.openAll()
 	waitAllPersisted(t, b)
 	waitFor(t, "the compaction once memory no longer presses", func() bool { _, c := listings(b, "cpu"); return c > 0 })
 	for table, rows := range want {
