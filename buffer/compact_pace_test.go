@@ -200,33 +200,10 @@ type persistGateStore struct {
 	reads                  atomic.Int32
 }
 
-// openAll lets every upload go, those held and those to come.
-func (s *persistGateStore) openAll() { s.openOnce.Do(func() { close(s.open) }) }
-
-// holdPersister holds the persister in the upload of the segment it
-// closes with rows of mem.
-func holdPersister(t *testing.T, b *WriteBuffer, gate *persistGateStore, rows []row) {
-	t.Helper()
-	gate.hold.Store(true)
-	write(t, b, "mem", cpuSchema, rows)
-	roll(t, b)
-	<-gate.arrived
-}
-
-// fillToPressing writes rows of mem (a day on) until the buffer holds
-// three quarters of its limit (memoryPressing), and returns them.
-func fillToPressing(t *testing.T, b *WriteBuffer) []row {
-	t.Helper()
-	var out []row
-	for i := 0; !b.memoryPressing(); i++ {
-		if i > 10_000 {
-			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, b.cfg.MemLimit)
-		}
-		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
-		write(t, b, "mem", cpuSchema, rows)
-		out = append(out, rows...)
-	}
-	return out
+func newPersistGateStore() *persistGateStore {
+	s := &persistGateStore{Store: objstore.NewMemory(), arrived: make(chan struct{}), release: make(chan struct{}), open: make(chan struct{})}
+	s.hold.Store(true)
+	return s
 }
 
 func (s *persistGateStore) Get(ctx context.Context, name string) (io.ReadCloser, error) {
@@ -234,12 +211,6 @@ func (s *persistGateStore) Get(ctx context.Context, name string) (io.ReadCloser,
 		s.reads.Add(1)
 	}
 	return s.Store.Get(ctx, name)
-}
-
-func newPersistGateStore() *persistGateStore {
-	s := &persistGateStore{Store: objstore.NewMemory(), arrived: make(chan struct{}), release: make(chan struct{}), open: make(chan struct{})}
-	s.hold.Store(true)
-	return s
 }
 
 func (s *persistGateStore) Put(ctx context.Context, name string, data io.Reader, size int64, opts objstore.PutOptions) error {
@@ -260,6 +231,67 @@ func (s *persistGateStore) Put(ctx context.Context, name string, data io.Reader,
 	return s.Store.Put(ctx, name, data, size, opts)
 }
 
+// waitArrived waits for an upload to be held, after what.
+func (s *persistGateStore) waitArrived(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-s.arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no upload held after %s", what)
+	}
+}
+
+// openAll lets every upload go, those held and those to come.
+func (s *persistGateStore) openAll() { s.openOnce.Do(func() { close(s.open) }) }
+
+// holdPersister holds the persister in the upload of the segment it
+// closes with rows of mem.
+func holdPersister(t *testing.T, b *WriteBuffer, gate *persistGateStore, rows []row) {
+	t.Helper()
+	gate.hold.Store(true)
+	write(t, b, "mem", cpuSchema, rows)
+	roll(t, b)
+	gate.waitArrived(t, "a segment of mem closed")
+}
+
+// openSmallGated opens a buffer of a 4 MiB limit over a
+// persistGateStore holding nothing yet (hold it with holdPersister),
+// compacting only when asked; at the end it lets every upload go,
+// closes the buffer and checks its memory.
+func openSmallGated(t *testing.T) (*WriteBuffer, *persistGateStore) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	gate := newPersistGateStore()
+	gate.hold.Store(false)
+	cfg := compactionConfig(t, mem, gate)
+	cfg.MemLimit = 4 << 20
+	b := openBuffer(t, cfg)
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(gate.openAll)
+	return b, gate
+}
+
+// fillToPressing writes rows of mem (a day on) until the buffer holds
+// three quarters of its limit (memoryPressing), and returns them.
+func fillToPressing(t *testing.T, b *WriteBuffer) []row {
+	t.Helper()
+	var out []row
+	for i := 0; !b.memoryPressing(); i++ {
+		if i > 10_000 {
+			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, b.cfg.MemLimit)
+		}
+		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
+		write(t, b, "mem", cpuSchema, rows)
+		out = append(out, rows...)
+	}
+	return out
+}
+
 // TestCompactionWhilePersistsNeverStop: under writes that never let the
 // persister rest (a closed segment waits each time a persist ends), a
 // compaction that is due still starts, takes turns with the persists
@@ -278,40 +310,34 @@ func TestCompactionWhilePersistsNeverStop(t *testing.T) {
 	defer gate.openAll()
 	// One table, one day: one file a segment.
 	want := map[string][]row{}
-	writeOne := func(i int) uint64 {
-		rows := genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1)
+	segments := 0
+	writeOne := func() {
+		rows := genRows(t0.UnixNano()+int64(segments)*1_000_003, 40, 1)
 		write(t, b, "cpu", cpuSchema, rows)
 		want["cpu"] = append(want["cpu"], rows...)
-		return roll(t, b)
-	}
-	waitArrived := func(what string) {
-		t.Helper()
-		select {
-		case <-gate.arrived:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no upload held after %s", what)
-		}
+		roll(t, b)
+		segments++
 	}
 	compacted := func() bool { _, c := listings(b, "cpu"); return c > 0 }
-	ids := []uint64{writeOne(0)}
-	waitArrived("the first segment closed")
-	for i := 1; !compacted(); i++ {
-		if i > 100 {
-			t.Fatalf("no compaction completed in %d persists, each ending with a segment waiting", i)
+	writeOne()
+	gate.waitArrived(t, "the first segment closed")
+	for !compacted() {
+		if segments > 100 {
+			t.Fatalf("no compaction completed in %d persists, each ending with a segment waiting", segments)
 		}
 		// The next segment closes while the last one's upload is held:
 		// when that persist ends, a segment waits.
-		ids = append(ids, writeOne(i))
+		writeOne()
 		gate.release <- struct{}{}
-		waitArrived("a segment closed")
+		gate.waitArrived(t, "a segment closed")
 	}
 	// The round ended between two persists, and the sweep ran after it:
 	// the persister is held in the next upload, a segment waiting.
 	if !swept(b) {
 		t.Fatal("the compaction's inputs were not swept before the next persist")
 	}
-	if n := len(objectsOf(t, gate, "cpu")); n >= len(ids) {
-		t.Fatalf("%d files of cpu in the store after a compaction of %d segments' files and its sweep", n, len(ids))
+	if n := len(objectsOf(t, gate, "cpu")); n >= segments {
+		t.Fatalf("%d files of cpu in the store after a compaction of %d segments' files and its sweep", n, segments)
 	}
 	gate.openAll()
 	waitAllPersisted(t, b)
@@ -324,16 +350,7 @@ func TestCompactionWhilePersistsNeverStop(t *testing.T) {
 // sweep, which finishes once the segment is persisted. (Writes would
 // otherwise wait at the memory limit behind a drop's deletes.)
 func TestSweepGivesWayToPersist(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	gate := newPersistGateStore()
-	gate.hold.Store(false)
-	cfg := persistConfig(t, mem, gate)
-	cfg.ReleasePersisted = true
-	cfg.MemLimit = 4 << 20
-	b := openBuffer(t, cfg)
-	defer b.Close()
-	defer gate.openAll()
+	b, gate := openSmallGated(t)
 	const files = 5
 	for i := range files {
 		write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1))
@@ -375,15 +392,7 @@ func TestSweepGivesWayToPersist(t *testing.T) {
 // take the persister's time: the waiting segments are persisted first,
 // and the round runs once memory no longer presses.
 func TestPersistFirstWhileMemoryPresses(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	gate := newPersistGateStore()
-	gate.hold.Store(false)
-	cfg := compactionConfig(t, mem, gate)
-	cfg.MemLimit = 4 << 20
-	b := openBuffer(t, cfg)
-	defer b.Close()
-	defer gate.openAll()
+	b, gate := openSmallGated(t)
 	want := map[string][]row{}
 	for i := range 3 {
 		rows := genRows(t0.UnixNano()+int64(i)*1_000_003, 40, 1)
@@ -403,7 +412,7 @@ func TestPersistFirstWhileMemoryPresses(t *testing.T) {
 	}
 	b.kickCompaction() // 3 files of cpu's day: a round is due
 	gate.release <- struct{}{}
-	<-gate.arrived // the next persist, of the full segment
+	gate.waitArrived(t, "the first mem segment persisted") // the next persist: of the full segment
 	if n := gate.reads.Load(); n != 0 {
 		t.Fatalf("a compaction read %d files while memory pressed and a segment waited", n)
 	}
