@@ -173,10 +173,13 @@ type persisterTurn struct {
 func (b *WriteBuffer) persistTimed(ctx context.Context, seg *Segment) error {
 	seg.seal()
 	start := time.Now()
-	if err := b.persistSegment(ctx, seg); err != nil {
+	b.pacer.persisting(start, seg.size.Load())
+	err := b.persistSegment(ctx, seg)
+	took := time.Since(start)
+	b.pacer.persisted(err == nil, took)
+	if err != nil {
 		return err
 	}
-	took := time.Since(start)
 	if share := b.compactionShare(); share >= 1 {
 		b.persist.turn.left = maxTurn
 	} else {

@@ -34,6 +34,10 @@ type Config struct {
 	// segments are being persisted (--buffer-full-wait); 0 refuses it at
 	// once.
 	FullWait time.Duration
+	// WriteSlowdown paces writes from seven eighths of MemLimit while a
+	// segment is being persisted, so that they slow down rather than stop
+	// at the limit (--buffer-slowdown, slowdown.go).
+	WriteSlowdown bool
 	// WALSync says whether a write waits for fsync of its WAL record.
 	WALSync wal.SyncMode
 	// WALMoveCorrupt moves aside a WAL file with a bad record in its middle
@@ -136,6 +140,7 @@ func DefaultConfig() Config {
 		SegmentDuration: time.Hour,
 		MemLimit:        2 << 30,
 		FullWait:        time.Minute,
+		WriteSlowdown:   true,
 		WALSync:         wal.SyncFsync,
 		WALRemovePace:   wal.DefaultRemovePace,
 		Limits:          catalog.DefaultLimits(),

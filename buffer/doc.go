@@ -35,9 +35,9 @@
 // timeout on every store request (PersistAttemptTimeout), deleting a
 // segment's WAL file once its segment file is durable (and at startup, the
 // WAL files of segments persisted before a crash), the health it reports,
-// and the back-pressure of MemLimit: writes wait for room while segments
-// are being persisted (full_wait.go) and are refused while persistence
-// fails. A replace in
+// and the back-pressure of MemLimit: writes slow down from seven eighths
+// of it while a segment is being persisted (slowdown.go), wait for room
+// at it (full_wait.go), and are refused while persistence fails. A replace in
 // progress (replace.go) holds back the segments from its first on until
 // it commits or aborts. The persister also compacts (compact.go) and
 // sweeps (sweep.go); persists come first while memory presses, and

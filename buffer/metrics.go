@@ -17,6 +17,8 @@ type metrics struct {
 
 	fullWaits       prometheus.Counter
 	fullWaitSeconds prometheus.Counter
+	slowdowns       prometheus.Counter
+	slowdownSeconds prometheus.Counter
 
 	persistedSegments prometheus.Counter
 	persistedRows     prometheus.Counter
@@ -141,7 +143,13 @@ func newMetrics(reg prometheus.Registerer, b *WriteBuffer) *metrics {
 	m.fullWaitSeconds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "apron_buffer_full_wait_seconds_total", Help: "Time writes waited for room in a full buffer.",
 	})
-	m.collectors = []prometheus.Collector{m.fullWaits, m.fullWaitSeconds, m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
+	m.slowdowns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_buffer_slowdowns_total", Help: "Writes paced before the buffer was full: seven eighths of --buffer-mem-limit buffered while a segment was being persisted (--buffer-slowdown).",
+	})
+	m.slowdownSeconds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apron_buffer_slowdown_seconds_total", Help: "Time writes were paced before the buffer was full (--buffer-slowdown).",
+	})
+	m.collectors = []prometheus.Collector{m.fullWaits, m.fullWaitSeconds, m.slowdowns, m.slowdownSeconds, m.compactions, m.compactionFilesIn, m.compactionFilesOut, m.compactionBytesIn,
 		m.compactionBytesOut, m.compactionTime, m.compactionPaced, m.writes, m.rows, m.writeTime, m.rollovers, bytes, segs,
 		m.persistedSegments, m.persistedRows, m.persistedBytes, m.persistedFiles, m.persistFailures, m.persistTime, m.storeFailures,
 		m.filesDeleted, m.bytesDeleted, unlisted, m.compactionBacklog}

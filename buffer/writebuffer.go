@@ -80,6 +80,8 @@ type WriteBuffer struct {
 	// waitingBytes are the batches of the writes waiting for room
 	// (full_wait.go).
 	waitingBytes atomic.Int64
+	// pacer slows writes down before the buffer is full (slowdown.go).
+	pacer writePacer
 	// published is closed, and replaced, each time a View state is
 	// published (under mu): what waits for a segment to leave memory
 	// waits on it (rewrite.go).
@@ -320,6 +322,7 @@ func (p *PendingWrite) wait() (WriteResult, error) {
 func (b *WriteBuffer) Submit(ctx context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
 	start := time.Now()
 	b.lastWrite.Store(start.UnixNano())
+	b.slowDown(ctx, rec)
 	p, err := b.submitWaiting(ctx, start, db, table, rec, opts)
 	if err != nil {
 		b.metrics.observeWrite(WriteResult{}, err, time.Since(start))

@@ -1,0 +1,129 @@
+package buffer
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestPacerTimeLeft: the time a persist has left is its bytes over the
+// rate of the last persists less the time it has run; a quarter of its
+// estimate once past it; none with no persist in progress.
+func TestPacerTimeLeft(t *testing.T) {
+	var p writePacer
+	now := time.Unix(1000, 0)
+	if got := p.timeLeft(now); got != 0 {
+		t.Fatalf("no persist: %v left, want 0", got)
+	}
+	// Before any persist is measured: initialPersistRate.
+	p.persisting(now, 16*initialPersistRate)
+	if got := p.timeLeft(now.Add(4 * time.Second)); got != 12*time.Second {
+		t.Fatalf("16 s estimated, 4 s run: %v left, want 12s", got)
+	}
+	if got := p.timeLeft(now.Add(15 * time.Second)); got != 4*time.Second {
+		t.Fatalf("1 s before its estimate: %v left, want a quarter of it (4s)", got)
+	}
+	if got := p.timeLeft(now.Add(60 * time.Second)); got != 4*time.Second {
+		t.Fatalf("past its estimate: %v left, want a quarter of it (4s)", got)
+	}
+	// It took 8 s: 2x the initial rate, averaged with nothing.
+	p.persisted(true, 8*time.Second)
+	if got := p.timeLeft(now); got != 0 {
+		t.Fatalf("persist over: %v left, want 0", got)
+	}
+	if r := math.Float64frombits(p.rate.Load()); r != 2*initialPersistRate {
+		t.Fatalf("rate %v, want %v", r, 2*initialPersistRate)
+	}
+	// A failed persist teaches nothing; the next averages with the last.
+	p.persisting(now, 1<<30)
+	p.persisted(false, time.Hour)
+	p.persisting(now, 4*initialPersistRate)
+	p.persisted(true, time.Second)
+	if r := math.Float64frombits(p.rate.Load()); r != 3*initialPersistRate {
+		t.Fatalf("rate %v, want %v (the average of 2x and 4x)", r, 3*initialPersistRate)
+	}
+	// A tiny segment: minTimeToRoom.
+	p.persisting(now, 1)
+	if got := p.timeLeft(now); got != minTimeToRoom {
+		t.Fatalf("a tiny segment: %v left, want %v", got, minTimeToRoom)
+	}
+}
+
+// TestPacerTurns: writes take their turns on one clock, whoever sends
+// them, and none waits more than maxSlowdown.
+func TestPacerTurns(t *testing.T) {
+	var p writePacer
+	now := time.Unix(1000, 0)
+	for i, want := range []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond, 900 * time.Millisecond, maxSlowdown, maxSlowdown} {
+		if got := p.take(now, 300*time.Millisecond); got != want {
+			t.Fatalf("write %d at once: waits %v, want %v", i, got, want)
+		}
+	}
+	// The clock ran at most maxSlowdown and a turn ahead: later, it is
+	// behind now and a write goes at once.
+	later := now.Add(maxSlowdown + 300*time.Millisecond)
+	if got := p.take(later, time.Millisecond); got != 0 {
+		t.Fatalf("a write after the turns: waits %v, want 0", got)
+	}
+}
+
+// TestWritesSlowDownBeforeFull: with a segment being persisted (held in
+// its upload) and the buffer at seven eighths of its limit, writes are
+// paced, not refused, and each goes in; below it, or with the slowdown
+// off, they are not; once the persist is let go, every row is there.
+func TestWritesSlowDownBeforeFull(t *testing.T) {
+	b, gate := openSmallGated(t)
+	if !b.cfg.WriteSlowdown {
+		t.Fatal("the default config has no slowdown")
+	}
+	rows := genRows(t0.UnixNano(), 40, 1)
+	holdPersister(t, b, gate, rows)
+	want := append([]row(nil), rows...)
+	probe := genRows(t0.UnixNano()+2*day, 1000, 1)
+	rec := makeRecord(b.mem, cpuSchema, probe)
+	defer rec.Release()
+	// Below seven eighths, nothing waits.
+	want = append(want, fillToPressing(t, b)...)
+	if d := b.writeDelay(rec); d != 0 {
+		t.Fatalf("at %d of %d bytes: a delay of %v, want none below 7/8", b.bufferedNow(), b.cfg.MemLimit, d)
+	}
+	for i := 0; b.bufferedNow() < b.cfg.MemLimit/8*7; i++ {
+		if i > 10_000 {
+			t.Fatalf("the buffer holds %d bytes after %d writes; want 7/8 of %d", b.bufferedNow(), i, b.cfg.MemLimit)
+		}
+		r := genRows(t0.UnixNano()+day+int64(i)*1000+500, 1000, 1)
+		write(t, b, "mem", cpuSchema, r)
+		want = append(want, r...)
+	}
+	// The first write in the zone takes its turn at once (and moves the
+	// clock); the next one waits.
+	if d := b.writeDelay(rec); d < 0 || d > maxSlowdown {
+		t.Fatalf("first delay %v, want within [0, %v]", d, maxSlowdown)
+	}
+	if d := b.writeDelay(rec); d <= 0 || d > maxSlowdown {
+		t.Fatalf("second delay %v, want within (0, %v]", d, maxSlowdown)
+	}
+	b.cfg.WriteSlowdown = false
+	if d := b.writeDelay(rec); d != 0 {
+		t.Fatalf("with the slowdown off: a delay of %v", d)
+	}
+	b.cfg.WriteSlowdown = true
+	before := testutil.ToFloat64(b.metrics.slowdowns)
+	for i := range 3 {
+		r := genRows(t0.UnixNano()+day+int64(i)*1000+700, 100, 1)
+		write(t, b, "mem", cpuSchema, r)
+		want = append(want, r...)
+	}
+	if n := testutil.ToFloat64(b.metrics.slowdowns) - before; n < 2 {
+		t.Fatalf("%v of 3 writes in the zone paced, want at least 2 (the first may go at once)", n)
+	}
+	if s := testutil.ToFloat64(b.metrics.slowdownSeconds); s <= 0 {
+		t.Fatalf("slowdown seconds %v, want > 0", s)
+	}
+	gate.hold.Store(false)
+	gate.openAll()
+	waitAllPersisted(t, b)
+	assertRows(t, liveRows(t, b, "mem"), want)
+}
