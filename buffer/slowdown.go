@@ -33,8 +33,9 @@ import (
 // most maxSlowdown, and the clock never runs further ahead than that:
 // when the estimate is wrong, the buffer fills and the full wait takes
 // over, as without the slowdown. Nothing is refused here, and nothing
-// waits while no segment is being persisted (no room is coming: the
-// full wait decides at once) or below seven eighths.
+// waits below seven eighths, or while no segment is being persisted or
+// its persist is failing (no room is coming: the full wait refuses at
+// once, as before).
 //
 // --buffer-slowdown=false turns it off (Config.WriteSlowdown).
 
@@ -142,7 +143,12 @@ func (b *WriteBuffer) writeDelay(rec arrow.RecordBatch) time.Duration {
 	if left <= 0 {
 		return 0
 	}
-	cost := time.Duration(float64(max(persist.RecordBytes(rec), 1)) * float64(left) / float64(room))
+	if err, _ := b.PersistError(); err != nil {
+		return 0 // a persist being retried frees nothing on time: the full wait refuses at the limit, with its error
+	}
+	// A turn longer than maxSlowdown only makes the next write wait
+	// maxSlowdown: capped, it cannot overflow.
+	cost := time.Duration(min(float64(max(persist.RecordBytes(rec), 1))*float64(left)/float64(room), float64(maxSlowdown)))
 	return b.pacer.take(now, cost)
 }
 
