@@ -25,11 +25,13 @@ import (
 // writers see their acknowledgements grow by tens or hundreds of ms
 // rather than stop for seconds; over a persist the same bytes go in.
 //
-// The persist's time left is its segment's bytes over the rate the last
-// persists freed memory at, less the time it has run (writePacer.timeLeft). Each
-// write's share of the time is its batch's bytes × time left / room
-// left, taken in turn on one clock (next): writes of any number of
-// clients together go in at the rate, not each of them. A wait is at
+// The persist's time left is its segment's bytes over the rate the
+// last persists freed memory at, less the time it has run
+// (writePacer.timeLeft). Each write's share of the time is its batch's
+// bytes × time left / room left, taken in turn on one clock (next):
+// writes of any number of clients together go in at the rate, not each
+// of them. A client of large batches takes turns as long as its bytes,
+// so it cannot make the others' writes wait longer than maxSlowdown. A wait is at
 // most maxSlowdown, and the clock never runs further ahead than that:
 // when the estimate is wrong, the buffer fills and the full wait takes
 // over, as without the slowdown. Nothing is refused here, and nothing
