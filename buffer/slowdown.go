@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/persist"
 )
 
@@ -154,12 +156,15 @@ func (b *WriteBuffer) writeDelay(rec arrow.RecordBatch) time.Duration {
 	return b.pacer.take(now, cost)
 }
 
-// slowDown makes a write of rec wait its turn (writeDelay), or until
-// memory leaves the buffer, or ctx ends.
-func (b *WriteBuffer) slowDown(ctx context.Context, rec arrow.RecordBatch) {
+// slowDown makes a write of rec to db.table wait its turn (writeDelay),
+// or until memory leaves the buffer. If ctx ends first, the write is not
+// to go in: the client has given up on it and may send it again, so
+// writing it would write it twice. It is refused with ErrBufferFull, as a
+// write whose call ends while it waits at the limit is (full_wait.go).
+func (b *WriteBuffer) slowDown(ctx context.Context, db, table string, rec arrow.RecordBatch) error {
 	d := b.writeDelay(rec)
 	if d <= 0 {
-		return
+		return nil
 	}
 	b.metrics.slowdowns.Inc()
 	began := time.Now()
@@ -177,4 +182,18 @@ func (b *WriteBuffer) slowDown(ctx context.Context, rec arrow.RecordBatch) {
 	case <-room:
 	case <-ctx.Done():
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: database %q table %q: the call ended (%w) while the write was paced (the buffer nearly full while a segment persists, --buffer-slowdown); nothing was written",
+			ErrBufferFull, db, table, err)
+	}
+	return nil
+}
+
+// slowDownSubmit is submitWaiting after the write's turn (slowDown).
+func (b *WriteBuffer) slowDownSubmit(ctx context.Context, start time.Time, db, table string, rec arrow.RecordBatch,
+	opts catalog.WriteOptions) (*PendingWrite, error) {
+	if err := b.slowDown(ctx, db, table, rec); err != nil {
+		return nil, err
+	}
+	return b.submitWaiting(ctx, start, db, table, rec, opts)
 }

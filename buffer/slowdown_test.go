@@ -1,11 +1,15 @@
 package buffer
 
 import (
+	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/apron-db/apron/catalog"
 )
 
 // TestPacerTimeLeft: the time a persist has left is its bytes over the
@@ -72,7 +76,9 @@ func TestPacerTurns(t *testing.T) {
 // TestWritesSlowDownBeforeFull: with a segment being persisted (held in
 // its upload) and the buffer at seven eighths of its limit, writes are
 // paced, not refused, and each goes in; below it, or with the slowdown
-// off, they are not; once the persist is let go, every row is there.
+// off, they are not; a write whose call ends while paced is refused and
+// not written; once the persist is let go, every row written is there,
+// once.
 func TestWritesSlowDownBeforeFull(t *testing.T) {
 	b, gate := openSmallGated(t)
 	if !b.cfg.WriteSlowdown {
@@ -127,6 +133,18 @@ func TestWritesSlowDownBeforeFull(t *testing.T) {
 	}
 	if s := testutil.ToFloat64(b.metrics.slowdownSeconds); s < 1 {
 		t.Fatalf("slowdown seconds %v, want at least 1 (two waits of up to %v)", s, maxSlowdown)
+	}
+	// A write whose call ends while it is paced is refused and not
+	// written: its client may send it again.
+	b.pacer.mu.Lock()
+	b.pacer.next = time.Now().Add(time.Hour)
+	b.pacer.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	gone := makeRecord(b.mem, cpuSchema, genRows(t0.UnixNano()+day+900_000, 10, 1))
+	defer gone.Release()
+	if _, err := b.Write(ctx, "db", "mem", gone, catalog.WriteOptions{}); !errors.Is(err, ErrBufferFull) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a paced write whose call ended: %v, want ErrBufferFull and context.Canceled", err)
 	}
 	gate.hold.Store(false)
 	gate.openAll()

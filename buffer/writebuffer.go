@@ -322,8 +322,7 @@ func (p *PendingWrite) wait() (WriteResult, error) {
 func (b *WriteBuffer) Submit(ctx context.Context, db, table string, rec arrow.RecordBatch, opts catalog.WriteOptions) (*PendingWrite, error) {
 	start := time.Now()
 	b.lastWrite.Store(start.UnixNano())
-	b.slowDown(ctx, rec)
-	p, err := b.submitWaiting(ctx, start, db, table, rec, opts)
+	p, err := b.slowDownSubmit(ctx, start, db, table, rec, opts)
 	if err != nil {
 		b.metrics.observeWrite(WriteResult{}, err, time.Since(start))
 		return nil, err
