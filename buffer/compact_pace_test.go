@@ -280,12 +280,23 @@ func openSmallGated(t *testing.T) (*WriteBuffer, *persistGateStore) {
 // three quarters of its limit (memoryPressing), and returns them.
 func fillToPressing(t *testing.T, b *WriteBuffer) []row {
 	t.Helper()
+	out := fillTo(t, b, b.cfg.MemLimit/4*3, 0)
+	if !b.memoryPressing() {
+		t.Fatalf("memory does not press at %d of %d bytes", b.bufferedNow(), b.cfg.MemLimit)
+	}
+	return out
+}
+
+// fillTo writes 1,000-row batches of mem (a day on, the rows' times
+// offset by offset ns) until the buffer holds bytes, and returns them.
+func fillTo(t *testing.T, b *WriteBuffer, bytes, offset int64) []row {
+	t.Helper()
 	var out []row
-	for i := 0; !b.memoryPressing(); i++ {
+	for i := 0; b.bufferedNow() < bytes; i++ {
 		if i > 10_000 {
-			t.Fatalf("the buffer holds %d bytes after %d writes; want 3/4 of %d", b.bufferedNow(), i, b.cfg.MemLimit)
+			t.Fatalf("the buffer holds %d bytes after %d writes; want %d of %d", b.bufferedNow(), i, bytes, b.cfg.MemLimit)
 		}
-		rows := genRows(t0.UnixNano()+day+int64(i)*1000, 1000, 1)
+		rows := genRows(t0.UnixNano()+day+int64(i)*1000+offset, 1000, 1)
 		write(t, b, "mem", cpuSchema, rows)
 		out = append(out, rows...)
 	}

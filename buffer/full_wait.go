@@ -73,10 +73,7 @@ func (b *WriteBuffer) waitForRoom(ctx context.Context, deadline time.Time, count
 			b.mu.Unlock()
 			return true
 		}
-		if b.mu.room == nil {
-			b.mu.room = make(chan struct{})
-		}
-		room := b.mu.room
+		room := b.roomSignalLocked()
 		b.mu.Unlock()
 		wait := min(time.Until(deadline), roomRecheck)
 		if wait <= 0 || ctx.Err() != nil {
@@ -145,6 +142,15 @@ func (b *WriteBuffer) submitWaiting(ctx context.Context, start time.Time, db, ta
 // waitingBytesLimit bounds the batches of the writes waiting for room:
 // an eighth of MemLimit (256 MiB of the default 2 GiB), at least 16 MiB.
 func (b *WriteBuffer) waitingBytesLimit() int64 { return max(b.cfg.MemLimit/8, 16<<20) }
+
+// roomSignalLocked is closed when memory next leaves the buffer
+// (roomLocked): what waits for room (waitForRoom, slowDown) waits on it.
+func (b *WriteBuffer) roomSignalLocked() <-chan struct{} {
+	if b.mu.room == nil {
+		b.mu.room = make(chan struct{})
+	}
+	return b.mu.room
+}
 
 // roomLocked wakes the writes waiting for room: memory left the buffer.
 func (b *WriteBuffer) roomLocked() {

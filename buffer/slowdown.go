@@ -136,16 +136,18 @@ func (b *WriteBuffer) writeDelay(rec arrow.RecordBatch) time.Duration {
 	if !b.cfg.WriteSlowdown || b.cfg.MemLimit <= 0 {
 		return 0
 	}
+	// No persist in progress (nearly every write): one atomic load, not
+	// the buffer's size.
+	now := time.Now()
+	left := b.pacer.timeLeft(now)
+	if left <= 0 {
+		return 0
+	}
 	limit := b.cfg.MemLimit
 	buffered := b.bufferedNow()
 	room := limit - buffered
 	if buffered < limit-limit/8 || room <= 0 {
 		return 0 // below the zone, or full: the full wait decides
-	}
-	now := time.Now()
-	left := b.pacer.timeLeft(now)
-	if left <= 0 {
-		return 0
 	}
 	if err, _ := b.PersistError(); err != nil {
 		return 0 // a persist being retried frees nothing on time: the full wait refuses at the limit, with its error
@@ -170,10 +172,7 @@ func (b *WriteBuffer) slowDown(ctx context.Context, db, table string, rec arrow.
 	began := time.Now()
 	defer func() { b.metrics.slowdownSeconds.Add(time.Since(began).Seconds()) }()
 	b.mu.Lock()
-	if b.mu.room == nil {
-		b.mu.room = make(chan struct{})
-	}
-	room := b.mu.room
+	room := b.roomSignalLocked()
 	b.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -183,7 +182,7 @@ func (b *WriteBuffer) slowDown(ctx context.Context, db, table string, rec arrow.
 	case <-ctx.Done():
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: database %q table %q: the call ended (%w) while the write was paced (the buffer nearly full while a segment persists, --buffer-slowdown); nothing was written",
+		return fmt.Errorf("%w: database %q table %q: the call ended (%w) while the write was paced (the buffer nearly full while a segment persists, --buffer-slowdown); nothing was written: send it again",
 			ErrBufferFull, db, table, err)
 	}
 	return nil

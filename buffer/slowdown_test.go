@@ -95,14 +95,7 @@ func TestWritesSlowDownBeforeFull(t *testing.T) {
 	if d := b.writeDelay(rec); d != 0 {
 		t.Fatalf("at %d of %d bytes: a delay of %v, want none below 7/8", b.bufferedNow(), b.cfg.MemLimit, d)
 	}
-	for i := 0; b.bufferedNow() < b.cfg.MemLimit/8*7; i++ {
-		if i > 10_000 {
-			t.Fatalf("the buffer holds %d bytes after %d writes; want 7/8 of %d", b.bufferedNow(), i, b.cfg.MemLimit)
-		}
-		r := genRows(t0.UnixNano()+day+int64(i)*1000+500, 1000, 1)
-		write(t, b, "mem", cpuSchema, r)
-		want = append(want, r...)
-	}
+	want = append(want, fillTo(t, b, b.cfg.MemLimit/8*7, 500)...)
 	// The first write in the zone takes its turn at once (and moves the
 	// clock); the next one waits.
 	if d := b.writeDelay(rec); d < 0 || d > maxSlowdown {
