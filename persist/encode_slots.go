@@ -125,7 +125,7 @@ func (s *encodeSlots) doSpread(max int, fn func(workers int) error) error {
 		return fn(max)
 	}
 	s.take(true)
-	lowered := s.bound != nil && s.bound()
+	lowered := s.bound == nil || s.bound()
 	n := 1
 	defer func() { s.give(n) }()
 	for n < max && s.take(false) {

@@ -74,8 +74,8 @@ type Config struct {
 	// cores the server computes on, which may be fewer than GOMAXPROCS
 	// (encode_slots.go says why); 0 means GOMAXPROCS.
 	Cores int
-	// BoundEncoding says whether the encoding is bound to EncodeSlots
-	// now; nil: always.
+	// BoundEncoding says whether the encoding is bound to EncodeSlots,
+	// on threads of lower priority (encode_nice.go), now; nil: always.
 	BoundEncoding func() bool
 	// FS is the file system of the journal of unlisted objects in DataDir
 	// (unlisted.go): the WAL's, so that its power-loss tests cover it;
