@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,24 +17,29 @@ import (
 // 2M) of 1,000 and of 100,000 series, answered from the table's
 // last-value cache ("cache") and, in the same run over the same rows,
 // by DuckDB over the whole table ("table": the same query as a
-// subquery, which the cache does not answer). Run with -count to
-// interleave.
+// subquery, which the cache does not answer) and over the chunks of the
+// same rows in a table without a cache that the latest row per key
+// leaves it ("latest": latest.go). Run with -count to interleave.
 func BenchmarkLastValue(b *testing.B) {
 	const sql = "SELECT host, arg_max(usage, time), arg_max(idle, time), max(time) FROM db.cpu GROUP BY host"
 	for _, series := range []int{1000, 100_000} {
 		b.Run(fmt.Sprintf("series=%d", series), func(b *testing.B) {
 			n := benchRows(b)
 			v := newEnv(b, Config{})
-			lastValueBenchRows(b, v, n, series)
+			lastValueBenchRows(b, v, "cpu", n, series)
+			lastValueBenchRows(b, v, "nocache", n, series)
 			if err := v.exec("CREATE LAST VALUE CACHE ON db.cpu"); err != nil {
 				b.Fatal(err)
 			}
 			v.waitReady("db", "cpu")
-			for _, side := range []string{"cache", "table"} {
+			for _, side := range []string{"cache", "table", "latest"} {
 				b.Run(side, func(b *testing.B) {
 					q := sql
-					if side == "table" {
+					switch side {
+					case "table":
 						q = lvOracle(sql)
+					case "latest":
+						q = strings.Replace(sql, "db.cpu", "db.nocache", 1)
 					}
 					uses := v.e.Stats().LastValueUses
 					for b.Loop() {
@@ -52,9 +58,9 @@ func BenchmarkLastValue(b *testing.B) {
 	}
 }
 
-// lastValueBenchRows writes n rows of db.cpu (time, host of series,
+// lastValueBenchRows writes n rows of db.table (time, host of series,
 // usage, idle), 1 ms apart, in 100k-row batches.
-func lastValueBenchRows(b *testing.B, v *env, n, series int) {
+func lastValueBenchRows(b *testing.B, v *env, table string, n, series int) {
 	names := make([]string, series)
 	for i := range names {
 		names[i] = fmt.Sprintf("host-%06d", i)
@@ -72,6 +78,6 @@ func lastValueBenchRows(b *testing.B, v *env, n, series int) {
 		}
 		rec := rb.NewRecordBatch()
 		rb.Release()
-		v.write("db", "cpu", rec)
+		v.write("db", table, rec)
 	}
 }
