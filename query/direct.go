@@ -49,6 +49,9 @@ type directScan struct {
 	// use, with lastValue, is the query whose answer the cache's rows are
 	// (lastValueUse.project); nil for a read of last_value.
 	use *lastValueUse
+	// latest, if not nil, says the rows are the latest of each key of
+	// the table, found in its chunks (latest_direct.go).
+	latest *latestPrune
 }
 
 // directScanOf recognizes a direct scan in a statement parsed by
@@ -232,6 +235,15 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 		g.bind.lastValue = d.use == nil
 		chunks, ok, err := e.cacheChunks(view, g.bind, d.use)
 		if err != nil || !ok {
+			r.finish()
+			return nil, false
+		}
+		r.chunks = chunks
+		return r, true
+	}
+	if d.latest != nil {
+		chunks, ok := e.latestRowsOf(ctx, view, d)
+		if !ok {
 			r.finish()
 			return nil, false
 		}

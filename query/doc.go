@@ -171,7 +171,10 @@
 // time, and a chunk whose every key value already has a later row is
 // left out (latest.go), and so is a persisted file whose key values,
 // from its dictionary pages, all have later rows in the chunks
-// (latest_files.go).
+// (latest_files.go). Without a WHERE, ORDER BY or LIMIT, and with no
+// file left, each key's row of the greatest time is picked from those
+// chunks and streamed as a direct scan, without DuckDB
+// (latest_direct.go).
 //
 // # What repeats is not redone
 //

@@ -62,6 +62,12 @@ type latestPrune struct {
 	// nonNull are the columns arg_max (and max_by) read: a row credits
 	// its key only if none of them is NULL in it.
 	nonNull []string
+	// project, when set, is the table column each output column is of
+	// the one row of each key, which then is the answer: a query with
+	// no WHERE, ORDER BY or LIMIT, selecting the key, max(time) and
+	// arg_max(col, time) only (latest_direct.go).
+	project []int
+	table   *catalog.Table
 }
 
 // latestBudget bounds the work of a pruning (rows read and dictionary
@@ -131,6 +137,9 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 		if !groupModifier(x) {
 			return nil
 		}
+	}
+	if node["where_clause"] == nil && len(mods) == 0 {
+		p.project, p.table = projection(sh, t, list), t
 	}
 	return p
 }

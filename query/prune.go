@@ -121,6 +121,8 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		if use.project != nil && qs.direct == nil && !a.explain {
 			qs.direct = &directScan{table: use.table, cols: use.project, lastValue: true, use: use}
 		}
+	} else if l := qs.latest; l != nil && l.project != nil && qs.direct == nil {
+		qs.direct = &directScan{table: l.table, cols: l.project, latest: l}
 	}
 	if a.only != nil {
 		// Read as the statement says, from one file: no shortcut applies.

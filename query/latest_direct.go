@@ -1,0 +1,221 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/persist"
+)
+
+// The latest row per key answered without DuckDB.
+//
+// When the query of latest.go has no WHERE, no ORDER BY or LIMIT, and
+// selects nothing but its key, max(time) and arg_max (or max_by,
+// arg_max_null) of columns by time, its answer is, for each key value,
+// one row of the greatest time: what a last-value cache of one row per
+// key holds, and what lastvalue.go streams from one (lastValueUse.project).
+// Without a cache, once pruning has left no persisted file, those rows
+// are found in the kept chunks here and streamed the same way
+// (direct.go), instead of DuckDB's aggregate over the kept chunks: its
+// hash table, aggregate states and tasks cost about 2-3 ms a query on 2
+// cores for the 200 hosts of the peer benchmark, the few rows it is
+// handed hardly matter (BenchmarkLastValue, "latest").
+//
+// A key's row is its first of the greatest time (DuckDB's pick among
+// ties is as arbitrary). arg_max(col, time) skips rows whose col is NULL:
+// if a row picked holds a NULL where arg_max reads, the answer may be an
+// older row, and DuckDB runs the query, as it does when a file is left
+// (its rows are not read here), a chunk's key is not dictionary-encoded
+// strings, or a chunk straddles the retention cutoff (directRead).
+
+// latestRowsOf returns the rows of the latest row per key query d, from
+// the View: one chunk of picked rows per chunk they come from. ok false:
+// DuckDB must answer.
+func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directScan) (_ []buffer.Chunk, ok bool) {
+	p := d.latest
+	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
+	bounds := withCutoff(view, key, allTime)
+	cutoff := view.Cutoff(key.Database)
+	chunks := e.snapshot(view, key, bounds)
+	defer func() {
+		for _, c := range chunks {
+			c.Rec.Release()
+		}
+	}()
+	files := e.persistedFiles(view, key, bounds)
+	keysOf := func(f persist.File) *fileKeySet {
+		ks, err := e.fileKeysOf(ctx, f, p.col)
+		if err != nil {
+			e.log.Debug("latest row per key: a file's key values not read; DuckDB answers", "file", f.Path, "err", err)
+			return nil
+		}
+		return ks
+	}
+	var nc, nf int
+	chunks, files, nc, nf = p.prune(chunks, files, cutoff, keysOf)
+	e.latestChunks.Add(int64(nc))
+	e.latestFiles.Add(int64(nf))
+	if len(files) > 0 {
+		return nil, false
+	}
+	picks, ok := pickLatest(chunks, p.col)
+	if !ok || !picksHold(chunks, picks, p.nonNull) {
+		return nil, false
+	}
+	sels := make([][]int32, len(chunks))
+	for _, pk := range picks {
+		sels[pk.chunk] = append(sels[pk.chunk], pk.row)
+	}
+	var out []buffer.Chunk
+	for i, sel := range sels {
+		if len(sel) == 0 {
+			continue
+		}
+		slices.Sort(sel)
+		c := chunks[i]
+		cols, err := takeColumns(e.wb.Allocator(), c.Rec.Columns(), sel)
+		if err != nil {
+			e.log.Debug("latest row per key: gathering rows failed; DuckDB answers", "err", err)
+			for _, o := range out {
+				o.Rec.Release()
+			}
+			return nil, false
+		}
+		rec := array.NewRecordBatch(c.Rec.Schema(), cols, int64(len(sel)))
+		for _, a := range cols {
+			a.Release()
+		}
+		times := timeValues(rec)
+		out = append(out, buffer.Chunk{Rec: rec, MinTime: slices.Min(times), MaxTime: slices.Max(times)})
+	}
+	return out, true
+}
+
+// latestPick is the row a key value's answer comes from.
+type latestPick struct {
+	chunk int
+	row   int32
+	time  int64
+}
+
+// pickLatest returns, for each key value of chunks' rows (NULL
+// included), its first row of the greatest time. ok false: a chunk's key
+// is not dictionary-encoded strings, or its times hold a NULL.
+func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
+	byValue := map[string]int{} // index in picks
+	var picks []latestPick
+	null := -1
+	take := func(slot *int, pk latestPick) {
+		if *slot < 0 {
+			*slot = len(picks)
+			picks = append(picks, pk)
+		} else if pk.time > picks[*slot].time {
+			picks[*slot] = pk
+		}
+	}
+	for ci, c := range chunks {
+		k, ok := latestKeyOf(c.Rec, col)
+		if !ok {
+			return nil, false
+		}
+		ts, ok := timeColumn(c.Rec)
+		if !ok || ts.NullN() > 0 {
+			return nil, false
+		}
+		times := ts.TimestampValues()
+		if k.dict == nil {
+			best := -1
+			for r, t := range times {
+				if best < 0 || t > times[best] {
+					best = r
+				}
+			}
+			if best >= 0 {
+				take(&null, latestPick{ci, int32(best), int64(times[best])})
+			}
+			continue
+		}
+		// The chunk's best row of each dictionary value, then of each
+		// value across chunks.
+		best := make([]int32, k.dict.Len())
+		for i := range best {
+			best[i] = -1
+		}
+		nullBest := -1
+		nulls := k.arr.NullN() > 0
+		for r, t := range times {
+			if nulls && k.arr.IsNull(r) {
+				if nullBest < 0 || t > times[nullBest] {
+					nullBest = r
+				}
+				continue
+			}
+			v := k.idx[r]
+			if best[v] < 0 || t > times[best[v]] {
+				best[v] = int32(r)
+			}
+		}
+		if nullBest >= 0 {
+			take(&null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
+		}
+		for v, r := range best {
+			if r < 0 {
+				continue
+			}
+			s := k.dict.Value(v)
+			slot, seen := byValue[s]
+			if !seen {
+				slot = -1
+			}
+			take(&slot, latestPick{ci, r, int64(times[r])})
+			byValue[s] = slot
+		}
+	}
+	return picks, true
+}
+
+// picksHold says whether no picked row is NULL in a column of nonNull
+// (which arg_max would skip for an older row).
+func picksHold(chunks []buffer.Chunk, picks []latestPick, nonNull []string) bool {
+	for _, name := range nonNull {
+		for _, pk := range picks {
+			rec := chunks[pk.chunk].Rec
+			ix := rec.Schema().FieldIndices(name)
+			if len(ix) == 0 || rec.Column(ix[0]).IsNull(int(pk.row)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// timeColumn is rec's time column.
+func timeColumn(rec arrow.RecordBatch) (*array.Timestamp, bool) {
+	ix := rec.Schema().FieldIndices(buffer.TimeColumn)
+	if len(ix) == 0 {
+		return nil, false
+	}
+	ts, ok := rec.Column(ix[0]).(*array.Timestamp)
+	return ts, ok
+}
+
+// timeValues is rec's times, as int64 (rec has a time column without
+// NULLs: pickLatest checked its source).
+func timeValues(rec arrow.RecordBatch) []int64 {
+	ts, _ := timeColumn(rec)
+	out := make([]int64, ts.Len())
+	for i, t := range ts.TimestampValues() {
+		out[i] = int64(t)
+	}
+	if len(out) == 0 {
+		return []int64{math.MinInt64}
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// TestLatestDirect: the latest row per key of a query that selects only
+// the key, max(time) and arg_max(col, time), with no WHERE, ORDER BY or
+// LIMIT, is answered from the chunks without DuckDB (a direct scan) when
+// no persisted file is left and no picked row is NULL where arg_max
+// reads, and by DuckDB otherwise; both agree with DuckDB over the same
+// rows. Times are unique: among ties the row answered is arbitrary.
+func TestLatestDirect(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(3, 4))
+	seen := map[int64]bool{}
+	// write n rows over [start, start+span) of the hosts host gives
+	// (nil: NULL) and the usages usage gives them.
+	write := func(start, span int64, n int, host func(i int) any, usage func(h any) any, withRegion bool) {
+		ts, hosts, usages, regions := make([]any, 0, n), make([]any, n), make([]any, n), make([]any, n)
+		for len(ts) < n {
+			v := start + rng.Int64N(span)
+			if !seen[v] {
+				seen[v] = true
+				ts = append(ts, v)
+			}
+		}
+		for i := range n {
+			hosts[i] = host(i)
+			usages[i] = usage(hosts[i])
+			regions[i] = fmt.Sprintf("r%d", rng.IntN(3))
+		}
+		cols := []col{{"time", tsNs, ts}, {"host", arrow.BinaryTypes.String, hosts}, {"usage", arrow.PrimitiveTypes.Float64, usages}}
+		if withRegion {
+			cols = append(cols, col{"region", arrow.BinaryTypes.String, regions})
+		}
+		rec := batch(s.mem, cols...)
+		ref.append("db", "cpu", rec)
+		s.write("db", "cpu", rec)
+	}
+	hosts := func(n int) func(int) any {
+		return func(int) any {
+			if rng.IntN(50) == 0 {
+				return nil
+			}
+			return fmt.Sprintf("h%d", rng.IntN(n))
+		}
+	}
+	// someNull: NULL in one row of nine; set: never NULL; h3Null: NULL
+	// for h3.
+	someNull := func(any) any {
+		if rng.IntN(9) == 0 {
+			return nil
+		}
+		return float64(rng.IntN(1000)) / 10
+	}
+	set := func(any) any { return float64(rng.IntN(1000)) / 10 }
+	h3Null := func(h any) any {
+		if h == "h3" {
+			return nil
+		}
+		return set(h)
+	}
+
+	direct := []string{
+		"SELECT host, max(time) FROM db.cpu GROUP BY host",
+		"SELECT host, max(time), arg_max_null(usage, time), arg_max_null(region, time) FROM db.cpu GROUP BY host",
+		"SELECT max(time) AS t, host FROM db.cpu GROUP BY host",
+		"SELECT region, max(time), arg_max_null(host, time) FROM db.cpu GROUP BY region",
+	}
+	withUsage := []string{
+		"SELECT host, arg_max(usage, time) AS u, max(time) FROM db.cpu GROUP BY host",
+		"SELECT host, max_by(usage, time), max(time) FROM db.cpu GROUP BY host",
+	}
+	viaDuckDB := []string{
+		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host LIMIT 3",
+		fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time >= %s GROUP BY host", nsLiteral(base)),
+		"SELECT 1, host, max(time) FROM db.cpu GROUP BY host",
+	}
+	check := func(what string, qs []string, wantDirect bool) {
+		t.Helper()
+		for _, q := range qs {
+			before := s.e.Stats().DirectScans
+			equalRows(t, what+": "+q, sorted(s.query(q, "")), sorted(ref.query(q)))
+			if got := s.e.Stats().DirectScans > before; got != wantDirect {
+				t.Errorf("%s: %s: direct %v, want %v", what, q, got, wantDirect)
+			}
+		}
+	}
+
+	// Buffered only, several chunks and a partition a day before; the
+	// newest rows have no region (the column came later... in older
+	// chunks): NULL keys of region's group.
+	write(base-int64(24*time.Hour), int64(time.Hour), 3000, hosts(8), someNull, true)
+	for j := range 5 {
+		write(base+int64(j)*int64(10*time.Minute), int64(12*time.Minute), 5000, hosts(8), someNull, j < 3)
+	}
+	check("buffered", direct, true)
+	// Where a host's newest row has no usage, arg_max answers an older
+	// row: DuckDB.
+	write(base+int64(time.Hour), int64(time.Minute), 2000, hosts(8), h3Null, true)
+	check("h3's newest usage NULL", withUsage, false)
+	write(base+2*int64(time.Hour), int64(time.Minute), 2000, func(i int) any { return fmt.Sprintf("h%d", i%8) }, set, true)
+	write(base+2*int64(time.Hour)+int64(time.Minute), int64(time.Second), 50, func(int) any { return nil }, set, true)
+	check("every newest usage set", withUsage, true)
+	check("not projected", viaDuckDB, false)
+
+	// Persisted, then newer rows of every host: the file is left out
+	// (its key values all have later rows).
+	s.roll()
+	s.waitReleased(t, 1)
+	write(base+3*int64(time.Hour), int64(time.Minute), 4000, func(i int) any { return fmt.Sprintf("h%d", i%8) }, set, true)
+	write(base+3*int64(time.Hour)+int64(time.Minute), int64(time.Second), 100, func(int) any { return nil }, set, true)
+	check("file left out", direct[:3], true)
+	// Its NULL regions have no later row: it is read, by DuckDB.
+	check("file with NULL regions", direct[3:], false)
+	check("file left out", withUsage, true)
+	// A host found only in the files: they are read, by DuckDB.
+	s.roll()
+	s.waitReleased(t, 2)
+	write(base+4*int64(time.Hour), int64(time.Minute), 500, func(i int) any { return fmt.Sprintf("h%d", 1+i%7) }, set, true)
+	check("h0 only in files", direct[:2], false)
+}
