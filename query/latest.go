@@ -166,7 +166,15 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
 	sure := metaAgg{exact: p.exact}
-	b := newLatestBounds()
+	// A partition's chunks share a dictionary that only grows: its
+	// newest chunk's tells how many key values to make room for.
+	hint := 0
+	if len(order) > 0 {
+		if k, ok := latestKeyOf(chunks[order[0]].Rec, p.col); ok && k.dict != nil {
+			hint = k.dict.Len()
+		}
+	}
+	b := newLatestBounds(hint)
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {
@@ -295,8 +303,9 @@ type dictMemo struct {
 	version int
 }
 
-func newLatestBounds() *latestBounds {
-	return &latestBounds{bound: map[string]int64{}, null: math.MinInt64, latest: math.MinInt64, dictMemos: map[dictID]*dictMemo{}}
+// newLatestBounds makes bounds with room for hint key values.
+func newLatestBounds(hint int) *latestBounds {
+	return &latestBounds{bound: make(map[string]int64, hint), null: math.MinInt64, latest: math.MinInt64, dictMemos: map[dictID]*dictMemo{}}
 }
 
 // covered says whether every key value of a chunk's rows (key k) has a

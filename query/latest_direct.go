@@ -109,8 +109,14 @@ type latestPick struct {
 // included), its first row of the greatest time. ok false: a chunk's key
 // is not dictionary-encoded strings, or its times hold a NULL.
 func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
-	byValue := map[string]int{} // index in picks
-	var picks []latestPick
+	hint := 0
+	for _, c := range chunks {
+		if k, ok := latestKeyOf(c.Rec, col); ok && k.dict != nil {
+			hint = max(hint, k.dict.Len())
+		}
+	}
+	byValue := make(map[string]int, hint) // index in picks
+	picks := make([]latestPick, 0, hint+1)
 	null := -1
 	take := func(slot *int, pk latestPick) {
 		if *slot < 0 {
@@ -184,11 +190,17 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 // picksHold says whether no picked row is NULL in a column of nonNull
 // (which arg_max would skip for an older row).
 func picksHold(chunks []buffer.Chunk, picks []latestPick, nonNull []string) bool {
+	cols := make([]arrow.Array, len(chunks))
 	for _, name := range nonNull {
+		for i, c := range chunks {
+			cols[i] = nil
+			if ix := c.Rec.Schema().FieldIndices(name); len(ix) > 0 {
+				cols[i] = c.Rec.Column(ix[0])
+			}
+		}
 		for _, pk := range picks {
-			rec := chunks[pk.chunk].Rec
-			ix := rec.Schema().FieldIndices(name)
-			if len(ix) == 0 || rec.Column(ix[0]).IsNull(int(pk.row)) {
+			a := cols[pk.chunk]
+			if a == nil || a.NullN() > 0 && a.IsNull(int(pk.row)) {
 				return false
 			}
 		}
