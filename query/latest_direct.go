@@ -117,6 +117,7 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 	}
 	byValue := make(map[string]int, hint) // index in picks
 	picks := make([]latestPick, 0, hint+1)
+	var best, touched []int32
 	null := -1
 	take := func(slot *int, pk latestPick) {
 		if *slot < 0 {
@@ -149,11 +150,13 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 			continue
 		}
 		// The chunk's best row of each dictionary value, then of each
-		// value across chunks.
-		best := make([]int32, k.dict.Len())
-		for i := range best {
-			best[i] = -1
+		// value across chunks. best is kept for the next chunk, all -1
+		// again: a partition's dictionary (100,000 series: as many
+		// entries) is shared by its chunks.
+		for len(best) < k.dict.Len() {
+			best = append(best, -1)
 		}
+		touched = touched[:0]
 		nullBest := -1
 		nulls := k.arr.NullN() > 0
 		for r, t := range times {
@@ -164,18 +167,21 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 				continue
 			}
 			v := k.idx[r]
-			if best[v] < 0 || t > times[best[v]] {
+			switch {
+			case best[v] < 0:
+				touched = append(touched, v)
+				best[v] = int32(r)
+			case t > times[best[v]]:
 				best[v] = int32(r)
 			}
 		}
 		if nullBest >= 0 {
 			take(&null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
 		}
-		for v, r := range best {
-			if r < 0 {
-				continue
-			}
-			s := k.dict.Value(v)
+		for _, v := range touched {
+			r := best[v]
+			best[v] = -1
+			s := k.dict.Value(int(v))
 			slot, seen := byValue[s]
 			if !seen {
 				slot = -1
