@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -223,3 +224,18 @@ var catalogOpts = catalog.WriteOptions{}
 
 // base is a fixed start time for test data.
 var base = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+
+// distinctTimes returns n times drawn from [start, start+span), none of
+// them in seen (which it adds them to), as []any for col: tests whose
+// answers must be one need no two rows of a time.
+func distinctTimes(rng *rand.Rand, seen map[int64]bool, start, span int64, n int) []any {
+	ts := make([]any, 0, n)
+	for len(ts) < n {
+		v := start + rng.Int64N(span)
+		if !seen[v] {
+			seen[v] = true
+			ts = append(ts, v)
+		}
+	}
+	return ts
+}

@@ -33,31 +33,7 @@ func latestRows(t *testing.T, cfg Config) {
 	ref := newRefDB(t)
 	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
 	rng := rand.New(rand.NewPCG(7, 8))
-	seen := map[int64]bool{}
-	write := func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool) {
-		ts, hosts, usages, regions := make([]any, 0, n), make([]any, n), make([]any, n), make([]any, n)
-		for len(ts) < n {
-			v := start + rng.Int64N(span)
-			if !seen[v] {
-				seen[v] = true
-				ts = append(ts, v)
-			}
-		}
-		for i := range n {
-			hosts[i] = host(i)
-			usages[i] = usage(i, hosts[i])
-			if rng.IntN(7) > 0 {
-				regions[i] = fmt.Sprintf("r%d", rng.IntN(3))
-			}
-		}
-		cols := []col{{"time", tsNs, ts}, {"host", arrow.BinaryTypes.String, hosts}, {"usage", arrow.PrimitiveTypes.Float64, usages}}
-		if withRegion {
-			cols = append(cols, col{"region", arrow.BinaryTypes.String, regions})
-		}
-		rec := batch(s.mem, cols...)
-		ref.append("db", "cpu", rec)
-		s.write("db", "cpu", rec)
-	}
+	write := cpuRowsWriter(s, ref, rng)
 	someHost := func(int) any { return fmt.Sprintf("h%d", rng.IntN(6)) }
 	someUsage := func(int, any) any {
 		if rng.IntN(9) == 0 {
@@ -224,5 +200,30 @@ func latestRows(t *testing.T, cfg Config) {
 	}
 	if st := s.e.Stats(); st.LatestChunks != before.LatestChunks || st.LatestFiles != before.LatestFiles {
 		t.Errorf("a shape that needs older rows was pruned: %d chunks, %d files", st.LatestChunks-before.LatestChunks, st.LatestFiles-before.LatestFiles)
+	}
+}
+
+// cpuRowsWriter returns a function that writes n rows of db.cpu to s and
+// to ref: times distinct (over every call) within [start, start+span),
+// the hosts host gives (nil: NULL), the usages usage gives them, and,
+// withRegion, a region (NULL in one row of seven).
+func cpuRowsWriter(s *storeEnv, ref *refDB, rng *rand.Rand) func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool) {
+	seen := map[int64]bool{}
+	return func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool) {
+		ts, hosts, usages, regions := distinctTimes(rng, seen, start, span, n), make([]any, n), make([]any, n), make([]any, n)
+		for i := range n {
+			hosts[i] = host(i)
+			usages[i] = usage(i, hosts[i])
+			if rng.IntN(7) > 0 {
+				regions[i] = fmt.Sprintf("r%d", rng.IntN(3))
+			}
+		}
+		cols := []col{{"time", tsNs, ts}, {"host", arrow.BinaryTypes.String, hosts}, {"usage", arrow.PrimitiveTypes.Float64, usages}}
+		if withRegion {
+			cols = append(cols, col{"region", arrow.BinaryTypes.String, regions})
+		}
+		rec := batch(s.mem, cols...)
+		ref.append("db", "cpu", rec)
+		s.write("db", "cpu", rec)
 	}
 }
