@@ -23,7 +23,7 @@ import (
 // One writer of 1,000-row batches (apron bench write, one batch in
 // flight) while 5M rows persisted, 2 cores, three runs each, interleaved,
 // ack p99 over the 14 s and the p99s of the seconds of the persist:
-//   - client and server in one session: 3.97-4.34 ms (seconds 2.1-5.3)
+//   - client and server in one session: 3.97-4.34 ms (seconds 2.3-5.3)
 //     against 4.74-5.19 (2.7-6.6) at the server's priority;
 //   - the server in a session of its own (setsid: the kernel's autogroups
 //     then share the cores between client and server first): 4.57-4.96 ms
@@ -43,7 +43,7 @@ import (
 // made by its template thread, not cloned from this one. Such a worker
 // takes one call after another (about 20 µs a hand-off) and ends once it
 // has had none for loweredIdle. A thread for each call was tried first:
-// the persist took 11.1-11.4 s instead of 8.3-9.5, and the p99s did not
+// the persist took 11.1-11.4 s instead of 8.6-9.6, and the p99s did not
 // move (making and ending a thread costs about 50 µs, and a new thread's
 // first slices at nice 10 come late).
 const encodeNice = 10

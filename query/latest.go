@@ -384,11 +384,7 @@ func (b *latestBounds) memo(dict *array.String) *dictMemo {
 func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []string) {
 	n := int(rec.NumRows())
 	b.work += n
-	ti := rec.Schema().FieldIndices(buffer.TimeColumn)
-	if len(ti) == 0 {
-		return
-	}
-	ts, ok := rec.Column(ti[0]).(*array.Timestamp)
+	ts, ok := timeColumn(rec)
 	if !ok {
 		return
 	}

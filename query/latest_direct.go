@@ -124,14 +124,18 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 	byValue := make(map[string]int, hint) // index in picks
 	picks := make([]latestPick, 0, hint+1)
 	var best, touched []int32
-	null := -1
-	take := func(slot *int, pk latestPick) {
-		if *slot < 0 {
-			*slot = len(picks)
+	null := -1 // the NULL key's index in picks
+	// take makes pk the pick at index slot (-1: a new one) if it is
+	// later, and returns the index.
+	take := func(slot int, pk latestPick) int {
+		if slot < 0 {
 			picks = append(picks, pk)
-		} else if pk.time > picks[*slot].time {
-			picks[*slot] = pk
+			return len(picks) - 1
 		}
+		if pk.time > picks[slot].time {
+			picks[slot] = pk
+		}
+		return slot
 	}
 	for ci, c := range chunks {
 		k, ok := latestKeyOf(c.Rec, col)
@@ -151,7 +155,7 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 				}
 			}
 			if best >= 0 {
-				take(&null, latestPick{ci, int32(best), int64(times[best])})
+				null = take(null, latestPick{ci, int32(best), int64(times[best])})
 			}
 			continue
 		}
@@ -182,7 +186,7 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 			}
 		}
 		if nullBest >= 0 {
-			take(&null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
+			null = take(null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
 		}
 		for _, v := range touched {
 			r := best[v]
@@ -192,8 +196,7 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 			if !seen {
 				slot = -1
 			}
-			take(&slot, latestPick{ci, r, int64(times[r])})
-			byValue[s] = slot
+			byValue[s] = take(slot, latestPick{ci, r, int64(times[r])})
 		}
 	}
 	return picks, true

@@ -30,7 +30,7 @@ func TestNewestRows(t *testing.T) {
 	for seg := range segs {
 		for range 3 {
 			n := 300 + rng.IntN(2000)
-			ts, host, usage := make([]any, 0, n), make([]any, n), make([]any, n)
+			host, usage := make([]any, n), make([]any, n)
 			// Segments overlap in time: the newest rows are not all in the
 			// newest segment.
 			start := base + int64(seg)*int64(30*time.Minute) + rng.Int64N(int64(time.Hour))
@@ -40,13 +40,7 @@ func TestNewestRows(t *testing.T) {
 			case segs - 1:
 				start = base + int64(10*time.Hour)
 			}
-			for len(ts) < n {
-				v := start + rng.Int64N(int64(40*time.Minute))
-				if !seen[v] {
-					seen[v] = true
-					ts = append(ts, v)
-				}
-			}
+			ts := distinctTimes(rng, seen, start, int64(40*time.Minute), n)
 			for i := range n {
 				host[i] = fmt.Sprintf("h%d", rng.IntN(5))
 				if rng.IntN(9) > 0 {
