@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	duck "github.com/duckdb/duckdb-go-bindings"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/persist"
@@ -213,6 +214,12 @@ type Engine struct {
 	// fileKeys holds the key values persisted files can hold, for the
 	// latest row per key (latest_files.go).
 	fileKeys *lru[fileKeysKey, *fileKeySet]
+	// fileRows holds persisted files' latest row per key value, for the
+	// latest row per key (latest_file_rows.go); fileRowsFlight reads a
+	// file's once for concurrent queries; fileRowsRead counts the reads.
+	fileRows       *lru[fileKeysKey, *fileRows]
+	fileRowsFlight singleflight.Group
+	fileRowsRead   atomic.Int64
 
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
@@ -328,6 +335,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		groupStats:   newLRU[footerKey, *groupStats](defaultFooterCacheBytes / 4),
 		pageIndexes:  newLRU[pqIndexKey, *rgIndex](defaultPageIndexCacheBytes),
 		fileKeys:     newLRU[fileKeysKey, *fileKeySet](defaultFileKeysBytes),
+		fileRows:     newLRU[fileKeysKey, *fileRows](defaultFileRowsBytes),
 		scanMem:      buffer.NewRecycler(wb.Allocator())}
 	if cfg.PageCacheSize > 0 {
 		e.pages = newLRU[pqPageKey, *pqPage](cfg.PageCacheSize)
@@ -479,6 +487,10 @@ type Stats struct {
 	// with max and arg_max of time) as older than every key value's
 	// latest row (latest.go).
 	LatestChunks, LatestFiles int64
+	// LatestFileReads are the persisted files read for their latest row
+	// of each key value, and LatestFileRowsBytes what the cache of those
+	// rows holds now (latest_file_rows.go).
+	LatestFileReads, LatestFileRowsBytes int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it
 	// matches (delete_rewrite.go).
@@ -501,6 +513,8 @@ func (e *Engine) Stats() Stats {
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
 	st.LatestChunks, st.LatestFiles = e.latestChunks.Load(), e.latestFiles.Load()
+	st.LatestFileReads = e.fileRowsRead.Load()
+	_, _, _, st.LatestFileRowsBytes = e.fileRows.stats()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()

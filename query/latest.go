@@ -41,8 +41,10 @@ import (
 // Persisted files credit nothing (their rows are not read to prune), but
 // one is left out the same way when the key values it can hold are known
 // from its dictionary pages (latest_files.go): a table persisted up to
-// its last hour is read as that hour's chunks. With nothing buffered,
-// every file is read.
+// its last hour is read as that hour's chunks. The files left are read
+// by DuckDB, or, for a query that only selects the latest rows
+// (latest_direct.go), once each for their latest row of each key value
+// (latest_file_rows.go).
 //
 // Crediting reads the key and time of a chunk's rows. Checking a chunk
 // looks up its dictionary's values (once per dictionary and change of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/persist"
@@ -20,8 +21,9 @@ import (
 // arg_max_null) of columns by time, its answer is, for each key value,
 // one row of the greatest time: what a last-value cache of one row per
 // key holds, and what lastvalue.go streams from one (lastValueUse.project).
-// Without a cache, once pruning has left no persisted file, those rows
-// are found in the kept chunks here and streamed the same way
+// Without a cache, those rows are found here among the chunks pruning
+// keeps and the latest rows of each persisted file it leaves (read once
+// a file, latest_file_rows.go), and streamed the same way
 // (direct.go), instead of DuckDB's aggregate over the kept chunks: its
 // hash table, aggregate states and tasks cost 2-3 ms a query on 2 cores
 // for the 200 hosts and 8 aggregates of the peer benchmark (bench/peer),
@@ -32,9 +34,10 @@ import (
 // A key's row is its first of the greatest time (DuckDB's pick among
 // ties is as arbitrary). arg_max(col, time) skips rows whose col is NULL:
 // if a row picked holds a NULL where arg_max reads, the answer may be an
-// older row, and DuckDB runs the query, as it does when a file is left
-// (its rows are not read here), a chunk's key is not dictionary-encoded
-// strings, or a chunk straddles the retention cutoff (directRead).
+// older row, and DuckDB runs the query, as it does when a file's latest
+// rows cannot be read (a column's type not the table's), a chunk's key
+// is not dictionary-encoded strings, or a chunk or a file straddles the
+// retention cutoff (directRead).
 
 // latestRowsOf returns the rows of the latest row per key query d, from
 // the View: one chunk of picked rows per chunk they come from. ok false:
@@ -63,13 +66,35 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 	chunks, files, nc, nf = p.prune(chunks, files, cutoff, keysOf)
 	e.latestChunks.Add(int64(nc))
 	e.latestFiles.Add(int64(nf))
-	if len(files) > 0 {
-		return nil, false
+	for _, f := range files {
+		if f.Rows == 0 {
+			continue
+		}
+		fr, err := e.fileRowsOf(ctx, f, p.col, p.table)
+		if err != nil {
+			e.log.Debug("latest row per key: a file's latest rows not read; DuckDB answers", "file", f.Path, "err", err)
+			return nil, false
+		}
+		if fr.chunk.Rec != nil && fr.chunk.Rec.NumRows() > 0 {
+			fr.chunk.Rec.Retain()
+			chunks = append(chunks, fr.chunk)
+		}
 	}
 	picks, ok := pickLatest(chunks, p.col)
 	if !ok || !picksHold(chunks, picks, p.nonNull) {
 		return nil, false
 	}
+	out, err := gatherPicks(chunks, picks, e.wb.Allocator())
+	if err != nil {
+		e.log.Debug("latest row per key: gathering rows failed; DuckDB answers", "err", err)
+		return nil, false
+	}
+	return out, true
+}
+
+// gatherPicks returns the rows picks of chunks: one chunk of them per
+// chunk they come from, its time range theirs.
+func gatherPicks(chunks []buffer.Chunk, picks []latestPick, mem memory.Allocator) ([]buffer.Chunk, error) {
 	sels := make([][]int32, len(chunks))
 	span := make([]timeBounds, len(chunks)) // of each chunk's picked rows
 	for _, pk := range picks {
@@ -87,13 +112,12 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		}
 		slices.Sort(sel)
 		c := chunks[i]
-		cols, err := takeColumns(e.wb.Allocator(), c.Rec.Columns(), sel)
+		cols, err := takeColumns(mem, c.Rec.Columns(), sel)
 		if err != nil {
-			e.log.Debug("latest row per key: gathering rows failed; DuckDB answers", "err", err)
 			for _, o := range out {
 				o.Rec.Release()
 			}
-			return nil, false
+			return nil, err
 		}
 		rec := array.NewRecordBatch(c.Rec.Schema(), cols, int64(len(sel)))
 		for _, a := range cols {
@@ -101,7 +125,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		}
 		out = append(out, buffer.Chunk{Rec: rec, MinTime: span[i].min, MaxTime: span[i].max})
 	}
-	return out, true
+	return out, nil
 }
 
 // latestPick is the row a key value's answer comes from.

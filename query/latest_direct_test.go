@@ -14,9 +14,9 @@ import (
 // TestLatestDirect: the latest row per key of a query that selects only
 // the key, max(time) and arg_max(col, time), with no WHERE, ORDER BY or
 // LIMIT, is answered from the chunks without DuckDB (a direct scan) when
-// no persisted file is left and no picked row is NULL where arg_max
-// reads, and by DuckDB otherwise; both agree with DuckDB over the same
-// rows. Times are unique: among ties the row answered is arbitrary.
+// no picked row is NULL where arg_max reads (persisted files left after
+// pruning give their latest row of each key value, read once), and by
+// DuckDB otherwise; both agree with DuckDB over the same rows. Times are unique: among ties the row answered is arbitrary.
 func TestLatestDirect(t *testing.T) {
 	s := newStoreEnv(t, objstore.NewMemory(), Config{})
 	ref := newRefDB(t)
@@ -98,9 +98,34 @@ func TestLatestDirect(t *testing.T) {
 	write(base+3*int64(time.Hour)+int64(time.Minute), int64(time.Second), 100, func(int) any { return nil }, set, true)
 	check("file left out", direct, true)
 	check("file left out", withUsage, true)
-	// A host found only in the files: they are read, by DuckDB.
+	// A host found only in the files: each file left is read once for
+	// its latest row of each key value, and picked from with the chunks.
 	s.roll()
 	s.waitReleased(t, 2)
 	write(base+4*int64(time.Hour), int64(time.Minute), 500, func(i int) any { return fmt.Sprintf("h%d", 1+i%7) }, set, true)
-	check("h0 only in files", direct[:2], false)
+	reads := s.e.Stats().LatestFileReads
+	check("h0 only in files", direct, true)
+	check("h0 only in files", withUsage, true)
+	read := s.e.Stats().LatestFileReads - reads
+	if read == 0 {
+		t.Error("no file read for its latest rows")
+	}
+	check("h0 only in files, again", direct, true)
+	if got := s.e.Stats().LatestFileReads - reads; got != read {
+		t.Errorf("files read for their latest rows after a second run: %d, want still %d", got, read)
+	}
+
+	// Nothing buffered: every row from the files.
+	s.roll()
+	s.waitReleased(t, 3)
+	check("all persisted", direct, true)
+	check("all persisted", withUsage, true)
+	check("all persisted, not projected", viaDuckDB, false)
+
+	// A file whose newest row of h3 has no usage: DuckDB.
+	write(base+5*int64(time.Hour), int64(time.Minute), 800, func(i int) any { return fmt.Sprintf("h%d", i%8) }, h3Null, true)
+	s.roll()
+	s.waitReleased(t, 4)
+	check("h3's newest usage NULL in a file", withUsage, false)
+	check("h3's newest usage NULL in a file", direct, true)
 }

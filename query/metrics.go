@@ -27,6 +27,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_newest_files_skipped_total", "Persisted files left out of an ORDER BY time DESC LIMIT as older than its rows.", func(s Stats) float64 { return float64(s.NewestFiles) }),
 		counter("apron_query_latest_chunks_skipped_total", "Buffered chunks left out of a latest row per key (GROUP BY key with max or arg_max of time) as older than every key's latest row.", func(s Stats) float64 { return float64(s.LatestChunks) }),
 		counter("apron_query_latest_files_skipped_total", "Persisted files left out of a latest row per key (GROUP BY key with max or arg_max of time) as older than every key's latest row.", func(s Stats) float64 { return float64(s.LatestFiles) }),
+		counter("apron_query_latest_file_reads_total", "Persisted files read whole for their latest row of each key value, kept afterwards for the latest row per key without DuckDB.", func(s Stats) float64 { return float64(s.LatestFileReads) }),
 		counter("apron_query_delete_files_read_total", "Persisted files a DELETE by rewrite read whole.", func(s Stats) float64 { return float64(s.DeleteFilesRead) }),
 		counter("apron_query_delete_files_skipped_total", "Persisted files a DELETE by rewrite did not read: outside its time bounds, or without a row it matches.", func(s Stats) float64 { return float64(s.DeleteFilesSkipped) }),
 		counter("apron_query_direct_scans_total", "Queries streamed straight from storage.", func(s Stats) float64 { return float64(s.DirectScans) }),
@@ -43,5 +44,6 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_page_cache_hits_total", "Pages of persisted files a selective query found decompressed in the page cache.", func(s Stats) float64 { return float64(s.PageHits) }),
 		counter("apron_query_page_cache_misses_total", "Pages of persisted files a selective query read and decompressed (then kept in the page cache).", func(s Stats) float64 { return float64(s.PageMisses) }),
 		gauge("apron_query_page_cache_bytes", "Bytes of decompressed pages in the page cache (--page-cache-size).", func(s Stats) float64 { return float64(s.PageBytes) }),
+		gauge("apron_query_latest_file_rows_bytes", "Bytes of persisted files' latest rows per key value kept for the latest row per key.", func(s Stats) float64 { return float64(s.LatestFileRowsBytes) }),
 	}
 }

@@ -1,0 +1,150 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/objstore"
+)
+
+// TestReadFileRows: a persisted file's latest row of each key value (NULL
+// included), read a few rows at a time across row groups, is the row
+// DuckDB ranks first by time among the value's rows, for two key
+// columns; the kept batch's key is dictionary-encoded, for pickLatest.
+func TestReadFileRows(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(5, 6))
+	write := cpuRowsWriter(s, ref, rng)
+	host := func(int) any {
+		if rng.IntN(40) == 0 {
+			return nil
+		}
+		return fmt.Sprintf("h%d", rng.IntN(30))
+	}
+	usage := func(int, any) any {
+		if rng.IntN(9) == 0 {
+			return nil
+		}
+		return float64(rng.IntN(1000)) / 10
+	}
+	// Batches without region: the file's rows of them are NULL there.
+	for j := range 4 {
+		write(base+int64(j)*int64(5*time.Minute), int64(20*time.Minute), 3000, host, usage, j%2 == 0)
+	}
+	s.roll()
+	s.waitReleased(t, 1)
+	v := s.wb.View()
+	defer v.Release()
+	tbl, ok := v.Catalog().Table("db", "cpu")
+	if !ok {
+		t.Fatal("no table db.cpu")
+	}
+	files := s.e.persistedFiles(v, lowerKey("db", "cpu"), allTime)
+	if len(files) != 1 {
+		t.Fatalf("%d files, want 1", len(files))
+	}
+	f := files[0]
+	path, unpin, err := s.e.cache.acquire(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unpin()
+	for _, col := range []string{"host", "region"} {
+		for _, batch := range []int64{97, 1 << 16} {
+			pf, err := s.e.openFooter(path, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr, err := readFileRows(context.Background(), pf, col, tbl, batch)
+			pf.Close()
+			if err != nil {
+				t.Fatalf("%s, batches of %d: %v", col, batch, err)
+			}
+			rec := fr.chunk.Rec
+			names := make([]string, rec.NumCols())
+			for i, fl := range rec.Schema().Fields() {
+				names[i] = fl.Name
+			}
+			if _, ok := latestKeyOf(rec, col); !ok || rec.Column(rec.Schema().FieldIndices(col)[0]).DataType().ID() != arrow.DICTIONARY {
+				t.Errorf("%s: the kept key column is %s, want dictionary<int32, utf8>", col, rec.Column(rec.Schema().FieldIndices(col)[0]).DataType())
+			}
+			var got []string
+			for i := range int(rec.NumRows()) {
+				got = append(got, rowString(rec, i))
+			}
+			want := ref.query(fmt.Sprintf("SELECT %s FROM db.cpu QUALIFY row_number() OVER (PARTITION BY %s ORDER BY time DESC) = 1", strings.Join(names, ", "), col))
+			equalRows(t, fmt.Sprintf("%s, batches of %d", col, batch), sorted(got), sorted(want))
+			if ts, ok := timeColumn(rec); ok {
+				lo, hi := ts.Value(0), ts.Value(0)
+				for _, x := range ts.TimestampValues() {
+					lo, hi = min(lo, x), max(hi, x)
+				}
+				if int64(lo) != fr.chunk.MinTime || int64(hi) != fr.chunk.MaxTime {
+					t.Errorf("%s: the batch's time range [%d, %d], its rows' [%d, %d]", col, fr.chunk.MinTime, fr.chunk.MaxTime, lo, hi)
+				}
+			} else {
+				t.Errorf("%s: the kept batch has no time column of timestamps", col)
+			}
+		}
+	}
+}
+
+// TestFileRowsReadOnce: queries that need a file's latest rows at the
+// same time read the file once, and later ones not at all.
+func TestFileRowsReadOnce(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(7, 8))
+	write := cpuRowsWriter(s, ref, rng)
+	write(base, int64(time.Hour), 20000, func(i int) any { return fmt.Sprintf("h%d", i%50) }, func(int, any) any { return 1.5 }, true)
+	s.roll()
+	s.waitReleased(t, 1)
+	v := s.wb.View()
+	defer v.Release()
+	tbl, _ := v.Catalog().Table("db", "cpu")
+	files := s.e.persistedFiles(v, lowerKey("db", "cpu"), allTime)
+	if len(files) != 1 {
+		t.Fatalf("%d files, want 1", len(files))
+	}
+	const n = 8
+	got := make([]*fileRows, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	done := make(chan int)
+	for i := range n {
+		go func() {
+			<-start
+			got[i], errs[i] = s.e.fileRowsOf(context.Background(), files[0], "host", tbl)
+			done <- i
+		}()
+	}
+	close(start)
+	for range n {
+		<-done
+	}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if got[i] != got[0] || got[i].chunk.Rec.NumRows() != 50 {
+			t.Fatalf("query %d: %d rows, shared %v; want 50 rows of one read", i, got[i].chunk.Rec.NumRows(), got[i] == got[0])
+		}
+	}
+	if _, err := s.e.fileRowsOf(context.Background(), files[0], "host", tbl); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.e.Stats().LatestFileReads; r != 1 {
+		t.Errorf("the file was read %d times, want once", r)
+	}
+}
