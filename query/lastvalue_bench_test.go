@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/apron-db/apron/objstore"
 )
 
 // BenchmarkLastValue: the last row per series (arg_max per host of every
@@ -51,6 +53,48 @@ func BenchmarkLastValue(b *testing.B) {
 					}
 					if used := v.e.Stats().LastValueUses > uses; used != (side == "cache") {
 						b.Fatalf("%s: cache used %v", side, used)
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkLatestPersisted: BenchmarkLastValue's query over a table
+// without a cache whose APRON_BENCH_ROWS rows (default 2M) of 1,000 and
+// of 100,000 series are persisted whole, nothing buffered (the latest
+// row per key of latest_direct.go, from the files' latest rows): "first"
+// is a first query, which reads the file for its latest rows
+// (latest_file_rows.go), "next" a later one, and "duckdb" the same query
+// as a subquery, which DuckDB answers over the file. Run with -count to
+// interleave.
+func BenchmarkLatestPersisted(b *testing.B) {
+	const sql = "SELECT host, arg_max(usage, time), arg_max(idle, time), max(time) FROM db.cpu GROUP BY host"
+	for _, series := range []int{1000, 100_000} {
+		b.Run(fmt.Sprintf("series=%d", series), func(b *testing.B) {
+			s := newStoreEnv(b, objstore.NewMemory(), Config{})
+			lastValueBenchRows(b, s.env, "cpu", benchRows(b), series)
+			s.roll()
+			s.waitReleased(b, 1)
+			for _, side := range []string{"first", "next", "duckdb"} {
+				b.Run(side, func(b *testing.B) {
+					q := sql
+					if side == "duckdb" {
+						q = lvOracle(sql)
+					}
+					direct := s.e.Stats().DirectScans
+					for b.Loop() {
+						if side == "first" {
+							s.e.fileRows = newLRU[fileKeysKey, *fileRows](defaultFileRowsBytes)
+						}
+						r, err := s.e.Query(context.Background(), q, "")
+						rows, _ := drain(b, r, err)
+						if rows != int64(series) {
+							b.Fatalf("%d rows, want %d", rows, series)
+						}
+					}
+					if got := s.e.Stats().DirectScans > direct; got != (side != "duckdb") {
+						b.Fatalf("%s: answered without DuckDB: %v", side, got)
 					}
 				})
 			}

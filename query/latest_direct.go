@@ -5,6 +5,7 @@ package query
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -145,85 +146,115 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 			hint = max(hint, k.dict.Len())
 		}
 	}
-	byValue := make(map[string]int, hint) // index in picks
-	picks := make([]latestPick, 0, hint+1)
-	var best, touched []int32
-	null := -1 // the NULL key's index in picks
-	// take makes pk the pick at index slot (-1: a new one) if it is
-	// later, and returns the index.
-	take := func(slot int, pk latestPick) int {
-		if slot < 0 {
-			picks = append(picks, pk)
-			return len(picks) - 1
-		}
-		if pk.time > picks[slot].time {
-			picks[slot] = pk
-		}
-		return slot
-	}
+	p := newLatestPicker(col, hint, false)
 	for ci, c := range chunks {
-		k, ok := latestKeyOf(c.Rec, col)
-		if !ok {
+		if !p.add(ci, c.Rec) {
 			return nil, false
 		}
-		ts, ok := timeColumn(c.Rec)
-		if !ok || ts.NullN() > 0 {
-			return nil, false
-		}
-		times := ts.TimestampValues()
-		if k.dict == nil {
-			best := -1
-			for r, t := range times {
-				if best < 0 || t > times[best] {
-					best = r
-				}
+	}
+	return p.picks, true
+}
+
+// latestPicker picks each key value's first row of the greatest time
+// among the batches it is given one after the other.
+type latestPicker struct {
+	col     string
+	byValue map[string]int // index in picks
+	picks   []latestPick
+	best    []int32 // a batch's best row of each dictionary index, -1 between batches
+	touched []int32 // the dictionary indices a batch set in best
+	null    int     // the NULL key's index in picks, -1 before one
+	// clone copies the key values kept, which otherwise point into the
+	// batches' dictionaries: set when these may be reused or freed
+	// before the picker is done.
+	clone bool
+}
+
+func newLatestPicker(col string, hint int, clone bool) *latestPicker {
+	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, clone: clone}
+}
+
+// take makes pk the pick at index slot (-1: a new one) if it is later,
+// and returns the index.
+func (p *latestPicker) take(slot int, pk latestPick) int {
+	if slot < 0 {
+		p.picks = append(p.picks, pk)
+		return len(p.picks) - 1
+	}
+	if pk.time > p.picks[slot].time {
+		p.picks[slot] = pk
+	}
+	return slot
+}
+
+// add picks among rec's rows, rec being batch ci; false if its key is
+// not dictionary-encoded strings or its times hold a NULL.
+func (p *latestPicker) add(ci int, rec arrow.RecordBatch) bool {
+	k, ok := latestKeyOf(rec, p.col)
+	if !ok {
+		return false
+	}
+	ts, ok := timeColumn(rec)
+	if !ok || ts.NullN() > 0 {
+		return false
+	}
+	times := ts.TimestampValues()
+	if k.dict == nil {
+		best := -1
+		for r, t := range times {
+			if best < 0 || t > times[best] {
+				best = r
 			}
-			if best >= 0 {
-				null = take(null, latestPick{ci, int32(best), int64(times[best])})
+		}
+		if best >= 0 {
+			p.null = p.take(p.null, latestPick{ci, int32(best), int64(times[best])})
+		}
+		return true
+	}
+	// The batch's best row of each dictionary value, then of each value
+	// across batches. best is kept for the next batch, all -1 again: a
+	// partition's dictionary (100,000 series: as many entries) is shared
+	// by its chunks.
+	for len(p.best) < k.dict.Len() {
+		p.best = append(p.best, -1)
+	}
+	best := p.best
+	p.touched = p.touched[:0]
+	nullBest := -1
+	nulls := k.arr.NullN() > 0
+	for r, t := range times {
+		if nulls && k.arr.IsNull(r) {
+			if nullBest < 0 || t > times[nullBest] {
+				nullBest = r
 			}
 			continue
 		}
-		// The chunk's best row of each dictionary value, then of each
-		// value across chunks. best is kept for the next chunk, all -1
-		// again: a partition's dictionary (100,000 series: as many
-		// entries) is shared by its chunks.
-		for len(best) < k.dict.Len() {
-			best = append(best, -1)
-		}
-		touched = touched[:0]
-		nullBest := -1
-		nulls := k.arr.NullN() > 0
-		for r, t := range times {
-			if nulls && k.arr.IsNull(r) {
-				if nullBest < 0 || t > times[nullBest] {
-					nullBest = r
-				}
-				continue
-			}
-			v := k.idx[r]
-			switch {
-			case best[v] < 0:
-				touched = append(touched, v)
-				best[v] = int32(r)
-			case t > times[best[v]]:
-				best[v] = int32(r)
-			}
-		}
-		if nullBest >= 0 {
-			null = take(null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
-		}
-		for _, v := range touched {
-			r := best[v]
-			best[v] = -1
-			s := k.dict.Value(int(v))
-			slot, seen := byValue[s]
-			if !seen {
-				slot = -1
-			}
-			byValue[s] = take(slot, latestPick{ci, r, int64(times[r])})
+		v := k.idx[r]
+		switch {
+		case best[v] < 0:
+			p.touched = append(p.touched, v)
+			best[v] = int32(r)
+		case t > times[best[v]]:
+			best[v] = int32(r)
 		}
 	}
-	return picks, true
+	if nullBest >= 0 {
+		p.null = p.take(p.null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
+	}
+	for _, v := range p.touched {
+		r := best[v]
+		best[v] = -1
+		s := k.dict.Value(int(v))
+		slot, seen := p.byValue[s]
+		if !seen {
+			slot = -1
+			if p.clone {
+				s = strings.Clone(s)
+			}
+		}
+		p.byValue[s] = p.take(slot, latestPick{ci, r, int64(times[r])})
+	}
+	return true
 }
 
 // picksHold says whether no picked row is NULL in a column of nonNull
