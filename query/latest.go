@@ -66,10 +66,12 @@ type latestPrune struct {
 	nonNull []string
 	// project, when set, is the table column each output column is of
 	// the one row of each key, which then is the answer: a query with
-	// no WHERE, ORDER BY or LIMIT, selecting the key, max(time) and
-	// arg_max(col, time) only (latest_direct.go).
+	// no ORDER BY or LIMIT, selecting the key, max(time) and
+	// arg_max(col, time) only, with no WHERE or one of bounds on time
+	// alone, where (latest_direct.go).
 	project []int
 	table   *catalog.Table
+	where   *directWhere
 }
 
 // latestBudget bounds the work of a pruning (rows read and dictionary
@@ -140,7 +142,17 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 			return nil
 		}
 	}
-	if node["where_clause"] == nil && len(mods) == 0 {
+	// Answered from the latest rows (latest_direct.go) when the WHERE,
+	// if any, is bounds on time that a filtered direct scan understands
+	// (direct_where.go): the times it admits are then known exactly at
+	// each run.
+	if len(mods) == 0 {
+		if w := node["where_clause"]; w != nil {
+			var ok bool
+			if p.where, ok = directWhereOf(w, &fromTable{table: t}, sh.alias, sh.table); !ok || len(p.where.equals) > 0 {
+				return p
+			}
+		}
 		p.project, p.table = projection(sh, t, list), t
 	}
 	return p

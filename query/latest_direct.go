@@ -6,6 +6,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,10 +18,12 @@ import (
 
 // The latest row per key answered without DuckDB.
 //
-// When the query of latest.go has no WHERE, no ORDER BY or LIMIT, and
-// selects nothing but its key, max(time) and arg_max (or max_by,
-// arg_max_null) of columns by time, its answer is, for each key value,
-// one row of the greatest time: what a last-value cache of one row per
+// When the query of latest.go has no ORDER BY or LIMIT, selects nothing
+// but its key, max(time) and arg_max (or max_by, arg_max_null) of
+// columns by time, and has no WHERE or one of bounds on time that a
+// filtered direct scan understands (direct_where.go: constants, now() ±
+// whole intervals, evaluated from the Go clock), its answer is, for each
+// key value, one row of the greatest time within the bounds: what a last-value cache of one row per
 // key holds, and what lastvalue.go streams from one (lastValueUse.project).
 // Without a cache, those rows are found here among the chunks pruning
 // keeps and the latest rows of each persisted file it leaves (read once
@@ -33,7 +36,11 @@ import (
 // "latest": 1.47-1.79 ms against 1.36-1.53). Picked here: 0.29-0.31 ms.
 //
 // A key's row is its first of the greatest time (DuckDB's pick among
-// ties is as arbitrary). arg_max(col, time) skips rows whose col is NULL:
+// ties is as arbitrary). Under bounds, rows outside them are passed over;
+// a file's latest rows stand for its rows within them only if none of
+// its rows is past the upper bound (a key's latest row in the file is
+// then its latest within the bounds, or before them: the key has none
+// there), else DuckDB answers. arg_max(col, time) skips rows whose col is NULL:
 // if a row picked holds a NULL where arg_max reads, the answer may be an
 // older row, and DuckDB runs the query, as it does when a file's latest
 // rows cannot be read (a column's type not the table's), a chunk's key
@@ -46,7 +53,15 @@ import (
 func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directScan) (_ []buffer.Chunk, ok bool) {
 	p := d.latest
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
-	bounds := withCutoff(view, key, allTime)
+	within := allTime
+	if p.where != nil {
+		b, ok := p.where.interval(e, time.Now())
+		if !ok {
+			return nil, false
+		}
+		within = b
+	}
+	bounds := withCutoff(view, key, within)
 	cutoff := view.Cutoff(key.Database)
 	chunks := e.snapshot(view, key, bounds)
 	defer func() {
@@ -71,6 +86,11 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		if f.Rows == 0 {
 			continue
 		}
+		if f.MaxTime > within.max {
+			// The file's latest row of a key may be past the WHERE's
+			// upper bound, and one within it not among those kept.
+			return nil, false
+		}
 		fr, err := e.fileRowsOf(ctx, f, p.col, p.table)
 		if err != nil {
 			e.log.Debug("latest row per key: a file's latest rows not read; DuckDB answers", "file", f.Path, "err", err)
@@ -81,7 +101,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 			chunks = append(chunks, fr.chunk)
 		}
 	}
-	picks, ok := pickLatest(chunks, p.col)
+	picks, ok := pickLatest(chunks, p.col, within)
 	if !ok || !picksHold(chunks, picks, p.nonNull) {
 		return nil, false
 	}
@@ -136,10 +156,11 @@ type latestPick struct {
 	time  int64
 }
 
-// pickLatest returns, for each key value of chunks' rows (NULL
-// included), its first row of the greatest time. ok false: a chunk's key
-// is not dictionary-encoded strings, or its times hold a NULL.
-func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
+// pickLatest returns, for each key value of chunks' rows within within
+// (NULL included), its first row of the greatest time. ok false: a
+// chunk's key is not dictionary-encoded strings, or its times hold a
+// NULL.
+func pickLatest(chunks []buffer.Chunk, col string, within timeBounds) (_ []latestPick, ok bool) {
 	hint := 0
 	for _, c := range chunks {
 		if k, ok := latestKeyOf(c.Rec, col); ok && k.dict != nil {
@@ -147,6 +168,7 @@ func pickLatest(chunks []buffer.Chunk, col string) (_ []latestPick, ok bool) {
 		}
 	}
 	p := newLatestPicker(col, hint, false)
+	p.within = within
 	for ci, c := range chunks {
 		if !p.add(ci, c.Rec) {
 			return nil, false
@@ -164,6 +186,8 @@ type latestPicker struct {
 	best    []int32 // a batch's best row of each dictionary index, -1 between batches
 	touched []int32 // the dictionary indices a batch set in best
 	null    int     // the NULL key's index in picks, -1 before one
+	// within are the times of the rows picked among (allTime: all).
+	within timeBounds
 	// clone copies the key values kept, which otherwise point into the
 	// batches' dictionaries: set when these may be reused or freed
 	// before the picker is done.
@@ -171,7 +195,7 @@ type latestPicker struct {
 }
 
 func newLatestPicker(col string, hint int, clone bool) *latestPicker {
-	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, clone: clone}
+	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, within: allTime, clone: clone}
 }
 
 // take makes pk the pick at index slot (-1: a new one) if it is later,
@@ -199,9 +223,14 @@ func (p *latestPicker) add(ci int, rec arrow.RecordBatch) bool {
 		return false
 	}
 	times := ts.TimestampValues()
+	lo, hi := arrow.Timestamp(p.within.min), arrow.Timestamp(p.within.max)
+	clip := p.within != allTime
 	if k.dict == nil {
 		best := -1
 		for r, t := range times {
+			if clip && (t < lo || t > hi) {
+				continue
+			}
 			if best < 0 || t > times[best] {
 				best = r
 			}
@@ -223,6 +252,9 @@ func (p *latestPicker) add(ci int, rec arrow.RecordBatch) bool {
 	nullBest := -1
 	nulls := k.arr.NullN() > 0
 	for r, t := range times {
+		if clip && (t < lo || t > hi) {
+			continue
+		}
 		if nulls && k.arr.IsNull(r) {
 			if nullBest < 0 || t > times[nullBest] {
 				nullBest = r
