@@ -171,10 +171,13 @@
 // time, and a chunk whose every key value already has a later row is
 // left out (latest.go), and so is a persisted file whose key values,
 // from its dictionary pages, all have later rows in the chunks
-// (latest_files.go). Without a WHERE, ORDER BY or LIMIT, and with no
-// file left, each key's row of the greatest time is picked from those
-// chunks and streamed as a direct scan, without DuckDB
-// (latest_direct.go).
+// (latest_files.go). Without ORDER BY or LIMIT, and with no WHERE or
+// one of time bounds a direct scan evaluates, each key's row of the
+// greatest time is picked from those chunks and the files left, and
+// streamed as a direct scan, without DuckDB (latest_direct.go). A file
+// is read once for its latest row of each key value, kept since files
+// never change (latest_file_rows.go), and read ahead after a persist
+// for the tables whose queries needed files (latest_file_warm.go).
 //
 // # What repeats is not redone
 //

@@ -220,6 +220,13 @@ type Engine struct {
 	fileRows       *lru[fileKeysKey, *fileRows]
 	fileRowsFlight singleflight.Group
 	fileRowsRead   atomic.Int64
+	// latestWarm reads files' latest rows ahead (latest_file_warm.go):
+	// latestWarmed counts the files, stopWarm ends its goroutine, and
+	// warmDone is closed when it has returned.
+	latestWarm   latestWarm
+	latestWarmed atomic.Int64
+	stopWarm     context.CancelFunc
+	warmDone     chan struct{}
 
 	// cache holds persisted files; nil without an object store.
 	cache            *fileCache
@@ -374,6 +381,10 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	fillCtx, e.stopFills = context.WithCancel(context.Background())
 	e.fillsDone = make(chan struct{})
 	go e.runLastValueFills(fillCtx, e.fillsDone)
+	var warmCtx context.Context
+	warmCtx, e.stopWarm = context.WithCancel(context.Background())
+	e.warmDone = make(chan struct{})
+	go e.runLatestWarm(warmCtx, e.warmDone)
 	return e, nil
 }
 
@@ -400,6 +411,8 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.stopFills()
 	<-e.fillsDone
+	e.stopWarm()
+	<-e.warmDone
 	for range cap(e.sem) {
 		e.sem <- struct{}{}
 	}
@@ -491,6 +504,10 @@ type Stats struct {
 	// of each key value, and LatestFileRowsBytes what the cache of those
 	// rows holds now (latest_file_rows.go).
 	LatestFileReads, LatestFileRowsBytes int64
+	// LatestFileReadAheads are the files of them read ahead, after a
+	// persist, for the tables whose queries needed files
+	// (latest_file_warm.go).
+	LatestFileReadAheads int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it
 	// matches (delete_rewrite.go).
@@ -513,7 +530,7 @@ func (e *Engine) Stats() Stats {
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
 	st.LatestChunks, st.LatestFiles = e.latestChunks.Load(), e.latestFiles.Load()
-	st.LatestFileReads = e.fileRowsRead.Load()
+	st.LatestFileReads, st.LatestFileReadAheads = e.fileRowsRead.Load(), e.latestWarmed.Load()
 	_, _, _, st.LatestFileRowsBytes = e.fileRows.stats()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()
 	if c := e.cache; c != nil {

@@ -82,6 +82,9 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 	chunks, files, nc, nf = p.prune(chunks, files, cutoff, keysOf)
 	e.latestChunks.Add(int64(nc))
 	e.latestFiles.Add(int64(nf))
+	if len(files) > 0 {
+		e.latestWarm.want(latestWant{d.table.Database, d.table.Name, p.col}, time.Now())
+	}
 	for _, f := range files {
 		if f.Rows == 0 {
 			continue
@@ -91,7 +94,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 			// upper bound, and one within it not among those kept.
 			return nil, false
 		}
-		fr, err := e.fileRowsOf(ctx, f, p.col, p.table)
+		fr, _, err := e.fileRowsOf(ctx, f, p.col, p.table, true)
 		if err != nil {
 			e.log.Debug("latest row per key: a file's latest rows not read; DuckDB answers", "file", f.Path, "err", err)
 			return nil, false

@@ -60,11 +60,13 @@ const fileRowsBatch = 64 << 10
 var errFileRowsTypes = errors.New("a persisted column's type differs from the table's")
 
 // fileRowsOf returns f's latest row of each value of col (a string column
-// of t), from the cache when an earlier query read them.
-func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *catalog.Table) (*fileRows, error) {
+// of t), from the cache when an earlier query read them; parallel reads
+// the file's columns on every core. read says whether this call read
+// the file (not the cache, nor another call reading it at once).
+func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *catalog.Table, parallel bool) (_ *fileRows, read bool, _ error) {
 	k := fileKeysKey{fileKey(f), col}
 	if r, ok := e.fileRows.get(k); ok {
-		return r, nil
+		return r, false, nil
 	}
 	v, err, _ := e.fileRowsFlight.Do(fmt.Sprintf("%s\x00%d\x00%d\x00%s", f.Path, f.Size, f.CRC32C, col), func() (any, error) {
 		if r, ok := e.fileRows.peek(k); ok {
@@ -83,34 +85,36 @@ func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *
 			return nil, err
 		}
 		defer pf.Close()
-		r, err := readFileRows(ctx, pf, col, t, fileRowsBatch)
+		r, err := readFileRows(ctx, pf, col, t, fileRowsBatch, parallel)
 		if err != nil {
 			return nil, fmt.Errorf("reading the latest rows of %q in %s: %w", col, f.Path, err)
 		}
 		e.fileRowsRead.Add(1)
 		e.fileRows.put(k, r, r.size)
+		read = true
 		return r, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return v.(*fileRows), nil
+	return v.(*fileRows), read, nil
 }
 
-// readFileRows reads pf, batch rows at a time, for the latest row of
+// readFileRows reads pf, batch rows at a time (its columns in parallel
+// with parallel), for the latest row of
 // each value of col: its key and time columns first, to pick those rows;
 // then every column, taking the rows picked. Picking as the rows are
 // read, all columns at once, took 504 ms for 2M rows of 100,000 series
 // (BenchmarkLatestPersisted), the kept rows gathered again with every
 // batch; in two passes, each row is gathered once.
-func readFileRows(ctx context.Context, pf *file.Reader, col string, t *catalog.Table, batch int64) (*fileRows, error) {
+func readFileRows(ctx context.Context, pf *file.Reader, col string, t *catalog.Table, batch int64, parallel bool) (*fileRows, error) {
 	mem := memory.DefaultAllocator
 	sch := pf.MetaData().Schema
 	tc, kc := sch.ColumnIndexByName(buffer.TimeColumn), sch.ColumnIndexByName(col)
 	if tc < 0 {
 		return nil, fmt.Errorf("%w: no %s column", errFileRowsTypes, buffer.TimeColumn)
 	}
-	props := pqarrow.ArrowReadProperties{BatchSize: batch, Parallel: true}
+	props := pqarrow.ArrowReadProperties{BatchSize: batch, Parallel: parallel}
 	leaves := []int{tc}
 	if kc >= 0 {
 		props.SetReadDict(kc, true)

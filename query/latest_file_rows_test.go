@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestReadFileRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fr, err := readFileRows(context.Background(), pf, col, tbl, batch)
+			fr, err := readFileRows(context.Background(), pf, col, tbl, batch, batch > 100)
 			pf.Close()
 			if err != nil {
 				t.Fatalf("%s, batches of %d: %v", col, batch, err)
@@ -120,12 +121,13 @@ func TestFileRowsReadOnce(t *testing.T) {
 	const n = 8
 	got := make([]*fileRows, n)
 	errs := make([]error, n)
+	read := make([]bool, n)
 	start := make(chan struct{})
 	done := make(chan int)
 	for i := range n {
 		go func() {
 			<-start
-			got[i], errs[i] = s.e.fileRowsOf(context.Background(), files[0], "host", tbl)
+			got[i], read[i], errs[i] = s.e.fileRowsOf(context.Background(), files[0], "host", tbl, true)
 			done <- i
 		}()
 	}
@@ -141,10 +143,62 @@ func TestFileRowsReadOnce(t *testing.T) {
 			t.Fatalf("query %d: %d rows, shared %v; want 50 rows of one read", i, got[i].chunk.Rec.NumRows(), got[i] == got[0])
 		}
 	}
-	if _, err := s.e.fileRowsOf(context.Background(), files[0], "host", tbl); err != nil {
-		t.Fatal(err)
+	if readers := len(slices.DeleteFunc(read, func(r bool) bool { return !r })); readers != 1 {
+		t.Errorf("%d calls say they read the file, want 1", readers)
+	}
+	if _, read, err := s.e.fileRowsOf(context.Background(), files[0], "host", tbl, true); err != nil || read {
+		t.Fatalf("a later call: read %v, err %v; want the kept rows", read, err)
 	}
 	if r := s.e.Stats().LatestFileReads; r != 1 {
 		t.Errorf("the file was read %d times, want once", r)
+	}
+}
+
+// TestLatestReadAhead: once a latest-row query of a table needed its
+// files, a file persisted later is read ahead for its latest rows, and
+// the next query reads no file; nothing is read ahead for tables whose
+// queries needed none, and a want is forgotten after latestWantFor.
+func TestLatestReadAhead(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(9, 10))
+	write := cpuRowsWriter(s, ref, rng)
+	host := func(i int) any { return fmt.Sprintf("h%d", i%10) }
+	usage := func(int, any) any { return float64(rng.IntN(1000)) / 10 }
+	const q = "SELECT host, max(time), arg_max(usage, time), arg_max_null(region, time) FROM db.cpu GROUP BY host"
+	ctx := context.Background()
+	stats := func() (reads, aheads int64) {
+		st := s.e.Stats()
+		return st.LatestFileReads, st.LatestFileReadAheads
+	}
+
+	write(base, int64(time.Hour), 5000, host, usage, true)
+	equalRows(t, "buffered", sorted(s.query(q, "")), sorted(ref.query(q)))
+	s.roll()
+	s.waitReleased(t, 1)
+	s.e.warmLatest(ctx)
+	if r, a := stats(); r != 0 || a != 0 {
+		t.Fatalf("before a query needed files: %d files read, %d ahead; want none", r, a)
+	}
+	equalRows(t, "persisted", sorted(s.query(q, "")), sorted(ref.query(q)))
+	if r, _ := stats(); r != 1 {
+		t.Fatalf("the first query over the file: %d files read, want 1", r)
+	}
+
+	write(base+int64(2*time.Hour), int64(time.Hour), 5000, host, usage, true)
+	s.roll()
+	s.waitReleased(t, 2)
+	s.e.warmLatest(ctx)
+	s.e.warmLatest(ctx)
+	if r, a := stats(); r != 2 || a != 1 {
+		t.Fatalf("after a second persist: %d files read, %d ahead; want 2, 1", r, a)
+	}
+	equalRows(t, "two files", sorted(s.query(q, "")), sorted(ref.query(q)))
+	if r, _ := stats(); r != 2 {
+		t.Errorf("the query after the read-ahead read %d more files, want none", r-2)
+	}
+	if w := s.e.latestWarm.current(time.Now().Add(latestWantFor + time.Minute)); len(w) != 0 {
+		t.Errorf("wants after %v: %v, want none", latestWantFor, w)
 	}
 }

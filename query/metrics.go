@@ -28,6 +28,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_latest_chunks_skipped_total", "Buffered chunks left out of a latest row per key (GROUP BY key with max or arg_max of time) as older than every key's latest row.", func(s Stats) float64 { return float64(s.LatestChunks) }),
 		counter("apron_query_latest_files_skipped_total", "Persisted files left out of a latest row per key (GROUP BY key with max or arg_max of time) as older than every key's latest row.", func(s Stats) float64 { return float64(s.LatestFiles) }),
 		counter("apron_query_latest_file_reads_total", "Persisted files read whole for their latest row of each key value, kept afterwards for the latest row per key without DuckDB.", func(s Stats) float64 { return float64(s.LatestFileReads) }),
+		counter("apron_query_latest_file_read_aheads_total", "Persisted files of them read ahead, after a persist, for tables whose latest row per key queries needed files in the last 10 minutes.", func(s Stats) float64 { return float64(s.LatestFileReadAheads) }),
 		counter("apron_query_delete_files_read_total", "Persisted files a DELETE by rewrite read whole.", func(s Stats) float64 { return float64(s.DeleteFilesRead) }),
 		counter("apron_query_delete_files_skipped_total", "Persisted files a DELETE by rewrite did not read: outside its time bounds, or without a row it matches.", func(s Stats) float64 { return float64(s.DeleteFilesSkipped) }),
 		counter("apron_query_direct_scans_total", "Queries streamed straight from storage.", func(s Stats) float64 { return float64(s.DirectScans) }),

@@ -1,0 +1,132 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/apron-db/apron/buffer"
+)
+
+// Files' latest rows read ahead.
+//
+// A persist leaves a table's newest rows in a new file, and the next
+// query of the latest row per key that needs it reads it whole
+// (latest_file_rows.go: 490-507 ms for the peer benchmark's 5M rows),
+// once after every persist: a dashboard's refresh every so often. So the
+// engine remembers, for latestWantFor, the tables and key columns whose
+// latest-row queries needed files, and once every latestWarmEvery reads
+// ahead those tables' files it has not read yet, one at a time and on
+// one core (pqarrow's column readers not in parallel), leaving the other
+// to writes and queries. A file is read ahead once: if its rows are
+// evicted from the cache, or the read fails, the next query reads it.
+
+const (
+	latestWantFor   = 10 * time.Minute
+	latestWarmEvery = time.Second
+	// latestWarmedMax bounds the files remembered as read ahead; past
+	// it the memory is cleared (a file may then be read ahead again).
+	latestWarmedMax = 1 << 16
+)
+
+// latestWant is a table and key column, as the catalog names them.
+type latestWant struct{ db, table, col string }
+
+// latestWarm is what the read-ahead remembers.
+type latestWarm struct {
+	mu     sync.Mutex
+	wants  map[latestWant]time.Time // when a query last needed files
+	warmed map[fileKeysKey]bool     // files read ahead, or tried
+}
+
+// want notes that a latest-row query of w needed persisted files.
+func (l *latestWarm) want(w latestWant, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wants == nil {
+		l.wants = make(map[latestWant]time.Time)
+	}
+	l.wants[w] = now
+}
+
+// current returns the wants of the last latestWantFor, forgetting older
+// ones.
+func (l *latestWarm) current(now time.Time) []latestWant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []latestWant
+	for w, at := range l.wants {
+		if now.Sub(at) > latestWantFor {
+			delete(l.wants, w)
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// first says whether k was not read ahead before, and remembers it.
+func (l *latestWarm) first(k fileKeysKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.warmed[k] {
+		return false
+	}
+	if l.warmed == nil || len(l.warmed) >= latestWarmedMax {
+		l.warmed = make(map[fileKeysKey]bool)
+	}
+	l.warmed[k] = true
+	return true
+}
+
+// runLatestWarm reads ahead every latestWarmEvery until ctx is done.
+func (e *Engine) runLatestWarm(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(latestWarmEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		e.warmLatest(ctx)
+	}
+}
+
+// warmLatest reads the latest rows of the files of the wanted tables
+// that are neither kept nor read ahead before.
+func (e *Engine) warmLatest(ctx context.Context) {
+	wants := e.latestWarm.current(time.Now())
+	if len(wants) == 0 || e.cache == nil {
+		return
+	}
+	view := e.wb.View()
+	defer view.Release()
+	for _, w := range wants {
+		t, ok := view.Catalog().Table(w.db, w.table)
+		if !ok {
+			continue
+		}
+		key := buffer.TableKey{Database: t.Database, Table: t.Name}
+		for _, f := range e.persistedFiles(view, key, withCutoff(view, key, allTime)) {
+			if ctx.Err() != nil {
+				return
+			}
+			k := fileKeysKey{fileKey(f), w.col}
+			if _, kept := e.fileRows.peek(k); kept || f.Rows == 0 || !e.latestWarm.first(k) {
+				continue
+			}
+			_, read, err := e.fileRowsOf(ctx, f, w.col, t, false)
+			if err != nil {
+				e.log.Debug("reading ahead a file's latest rows failed; a query will read them", "file", f.Path, "err", err)
+				continue
+			}
+			if read {
+				e.latestWarmed.Add(1)
+			}
+		}
+	}
+}
