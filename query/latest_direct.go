@@ -95,6 +95,9 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 			return nil, false
 		}
 		fr, _, err := e.fileRowsOf(ctx, f, p.col, p.table, true)
+		if err == nil {
+			err = fr.unusable
+		}
 		if err != nil {
 			e.log.Debug("latest row per key: a file's latest rows not read; DuckDB answers", "file", f.Path, "err", err)
 			return nil, false

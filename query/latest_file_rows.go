@@ -45,6 +45,12 @@ import (
 type fileRows struct {
 	chunk buffer.Chunk // no rows for an empty file
 	size  int64        // bytes of its buffers
+	// unusable, when set, says why the file's rows cannot stand for it
+	// (errFileRowsTypes: a column read back as a type other than the
+	// table's, a date64 as date32, a timestamp[s] as [ms]). Kept as the
+	// rows would be, so that DuckDB answers without the file being read
+	// again for nothing.
+	unusable error
 }
 
 // defaultFileRowsBytes bounds the kept rows of files. A value over an
@@ -86,7 +92,9 @@ func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *
 		}
 		defer pf.Close()
 		r, err := readFileRows(ctx, pf, col, t, fileRowsBatch, parallel)
-		if err != nil {
+		if errors.Is(err, errFileRowsTypes) {
+			r = &fileRows{unusable: fmt.Errorf("the latest rows of %q in %s: %w", col, f.Path, err), size: 256}
+		} else if err != nil {
 			return nil, fmt.Errorf("reading the latest rows of %q in %s: %w", col, f.Path, err)
 		}
 		e.fileRowsRead.Add(1)

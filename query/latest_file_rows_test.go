@@ -202,3 +202,37 @@ func TestLatestReadAhead(t *testing.T) {
 		t.Errorf("wants after %v: %v, want none", latestWantFor, w)
 	}
 }
+
+// TestFileRowsUnusable: a file whose columns read back as types other
+// than the table's (a timestamp[s] column is stored in milliseconds)
+// cannot give its latest rows: DuckDB answers, and the file is not read
+// again for them at the next query.
+func TestFileRowsUnusable(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.ev (time TIMESTAMP_NS, host VARCHAR, seen TIMESTAMP_S)`)
+	tsS := &arrow.TimestampType{Unit: arrow.Second}
+	n := 300
+	ts, hosts, seen := make([]any, n), make([]any, n), make([]any, n)
+	for i := range n {
+		ts[i] = base + int64(i)*int64(time.Second)
+		hosts[i] = fmt.Sprintf("h%d", i%7)
+		seen[i] = base/1e9 + int64(i)
+	}
+	rec := batch(s.mem, col{"time", tsNs, ts}, col{"host", arrow.BinaryTypes.String, hosts}, col{"seen", tsS, seen})
+	ref.append("db", "ev", rec)
+	s.write("db", "ev", rec)
+	s.roll()
+	s.waitReleased(t, 1)
+	const q = "SELECT host, max(time), arg_max(seen, time) FROM db.ev GROUP BY host"
+	for i := range 2 {
+		direct := s.e.Stats().DirectScans
+		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
+		if s.e.Stats().DirectScans != direct {
+			t.Errorf("query %d: answered from the file's latest rows, want DuckDB", i+1)
+		}
+	}
+	if r := s.e.Stats().LatestFileReads; r != 1 {
+		t.Errorf("the file was read %d times for its latest rows, want once", r)
+	}
+}
