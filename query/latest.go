@@ -38,10 +38,13 @@ import (
 // tie changes without it. For arg_max(col, time), which skips rows whose
 // col is NULL, only rows with every such col non-NULL credit.
 //
-// Persisted files credit nothing (their rows are not read to prune), but
-// one is left out the same way when the key values it can hold are known
-// from its dictionary pages (latest_files.go): a table persisted up to
-// its last hour is read as that hour's chunks. The files left are read
+// A persisted file is left out the same way when the key values it can
+// hold are known from its dictionary pages (latest_files.go): a table
+// persisted up to its last hour is read as that hour's chunks. Files
+// credit nothing when DuckDB reads them; when the latest rows are picked
+// in Go (latest_direct.go), a file kept credits its latest rows, newest
+// files first, so that older files of the same series are left out
+// unread. The files left are read
 // by DuckDB, or, for a query that only selects the latest rows
 // (latest_direct.go), once each for their latest row of each key value
 // (latest_file_rows.go).
@@ -169,9 +172,10 @@ func isStringColumn(t *catalog.Table, name string) bool {
 
 // prune leaves out of chunks and files those it can (see above) and
 // returns the rest, with how many of each it left out. keysOf gives the
-// key values a file can hold (latest_files.go; nil: not known). Chunks
-// left out are released.
-func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64, keysOf func(persist.File) *fileKeySet) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
+// key values a file can hold (latest_files.go; nil: not known), rowsOf,
+// if not nil, a file's latest row of each key value (latest_file_rows.go;
+// false: not known). Chunks left out are released.
+func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64, keysOf func(persist.File) *fileKeySet, rowsOf func(persist.File) (buffer.Chunk, bool)) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
 	order := make([]int, 0, len(chunks))
 	for i, c := range chunks {
 		if c.Rec.NumRows() > 0 {
@@ -209,24 +213,39 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 			b.credit(c.Rec, k, p.nonNull)
 		}
 	}
-	// Files credit nothing (their rows are not read here): one is left
-	// out when every key value it can hold has a later row.
+	// A file is left out when every key value it can hold has a later
+	// row. Files are looked at newest first, and one kept credits its
+	// latest rows (rowsOf; nil: files credit nothing) when all its rows
+	// match for certain: a table's older files then hold only values
+	// the newer ones credit, and are left out without being read.
+	forder := make([]int, len(files))
+	for i := range forder {
+		forder[i] = i
+	}
+	slices.SortStableFunc(forder, func(a, b int) int { return cmp.Compare(files[b].MaxTime, files[a].MaxTime) })
 	outFiles := make([]bool, len(files))
-	for i, f := range files {
-		if f.Rows == 0 || b.latest <= f.MaxTime || b.work > latestBudget {
+	for _, i := range forder {
+		f := files[i]
+		if f.Rows == 0 || b.work > latestBudget {
 			continue
 		}
-		ks := keysOf(f)
-		if ks == nil || !ks.known {
+		if b.latest > f.MaxTime {
+			if ks := keysOf(f); ks != nil && ks.known {
+				b.work += len(ks.values) + fileLookCost
+				if (!ks.null || b.null > f.MaxTime) && b.coveredValues(ks.values, f.MaxTime) {
+					outFiles[i] = true
+					nfiles++
+					continue
+				}
+			}
+		}
+		if rowsOf == nil || !sure.sure(f.MinTime, f.MaxTime, cutoff) {
 			continue
 		}
-		b.work += len(ks.values) + fileLookCost
-		if ks.null && b.null <= f.MaxTime {
-			continue
-		}
-		if b.coveredValues(ks.values, f.MaxTime) {
-			outFiles[i] = true
-			nfiles++
+		if c, ok := rowsOf(f); ok {
+			if k, ok := latestKeyOf(c.Rec, p.col); ok {
+				b.credit(c.Rec, k, p.nonNull)
+			}
 		}
 	}
 	if nfiles > 0 {

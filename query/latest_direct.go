@@ -4,6 +4,7 @@ package query
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,10 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		}
 	}()
 	files := e.persistedFiles(view, key, bounds)
+	newest := int64(math.MinInt64) // of the files
+	for _, f := range files {
+		newest = max(newest, f.MaxTime)
+	}
 	keysOf := func(f persist.File) *fileKeySet {
 		ks, err := e.fileKeysOf(ctx, f, p.col)
 		if err != nil {
@@ -78,12 +83,40 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		}
 		return ks
 	}
+	// Files' latest rows, read to credit in the pruning, then picked
+	// among: kept here, not looked up twice (one too large for the cache
+	// would be read twice).
+	rows := map[footerKey]*fileRows{}
+	rowsOf := func(f persist.File) (*fileRows, error) {
+		if fr, ok := rows[fileKey(f)]; ok {
+			return fr, nil
+		}
+		fr, _, err := e.fileRowsOf(ctx, f, p.col, p.table, true)
+		if err == nil {
+			err = fr.unusable
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows[fileKey(f)] = fr
+		return fr, nil
+	}
+	credit := func(f persist.File) (buffer.Chunk, bool) {
+		if f.MaxTime > within.max {
+			return buffer.Chunk{}, false
+		}
+		fr, err := rowsOf(f)
+		if err != nil || fr.chunk.Rec == nil {
+			return buffer.Chunk{}, false
+		}
+		return fr.chunk, true
+	}
 	var nc, nf int
-	chunks, files, nc, nf = p.prune(chunks, files, cutoff, keysOf)
+	chunks, files, nc, nf = p.prune(chunks, files, cutoff, keysOf, credit)
 	e.latestChunks.Add(int64(nc))
 	e.latestFiles.Add(int64(nf))
 	if len(files) > 0 {
-		e.latestWarm.want(latestWant{d.table.Database, d.table.Name, p.col}, time.Now())
+		e.latestWarm.want(latestWant{d.table.Database, d.table.Name, p.col}, newest, time.Now())
 	}
 	for _, f := range files {
 		if f.Rows == 0 {
@@ -94,10 +127,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 			// upper bound, and one within it not among those kept.
 			return nil, false
 		}
-		fr, _, err := e.fileRowsOf(ctx, f, p.col, p.table, true)
-		if err == nil {
-			err = fr.unusable
-		}
+		fr, err := rowsOf(f)
 		if err != nil {
 			e.log.Debug("latest row per key: a file's latest rows not read; DuckDB answers", "file", f.Path, "err", err)
 			return nil, false

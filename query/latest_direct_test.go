@@ -132,11 +132,11 @@ func TestLatestDirect(t *testing.T) {
 		t.Error("no file read for its latest rows")
 	}
 	check("h0 only in files, again", direct, true)
-	check("h0 only in files", lowerOnly, true)
-	check("h0 only in files, a file's rows past the upper bound", bounded, false)
 	if got := s.e.Stats().LatestFileReads - reads; got != read {
 		t.Errorf("files read for their latest rows after a second run: %d, want still %d", got, read)
 	}
+	check("h0 only in files", lowerOnly, true)
+	check("h0 only in files, a file's rows past the upper bound", bounded, false)
 
 	// Nothing buffered: every row from the files.
 	s.roll()

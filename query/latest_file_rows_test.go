@@ -236,3 +236,48 @@ func TestFileRowsUnusable(t *testing.T) {
 		t.Errorf("the file was read %d times for its latest rows, want once", r)
 	}
 }
+
+// TestLatestOlderFilesUnread: with nothing buffered, the latest row per
+// key reads the newest file first and leaves out, unread, the older
+// files whose every key value it has a later row of; a file holding a
+// value found nowhere newer is read. The read-ahead reads none of the
+// older files.
+func TestLatestOlderFilesUnread(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(11, 12))
+	write := cpuRowsWriter(s, ref, rng)
+	usage := func(int, any) any { return float64(rng.IntN(1000)) / 10 }
+	for seg := range 4 {
+		host := func(i int) any { return fmt.Sprintf("h%d", i%10) }
+		if seg == 1 {
+			host = func(i int) any {
+				if i == 7 {
+					return "gone"
+				}
+				return fmt.Sprintf("h%d", i%10)
+			}
+		}
+		write(base+int64(seg)*int64(time.Hour), int64(time.Hour), 2000, host, usage, true)
+		s.roll()
+		s.waitReleased(t, seg+1)
+	}
+	const q = "SELECT host, max(time), arg_max(usage, time) FROM db.cpu GROUP BY host"
+	before := s.e.Stats()
+	equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
+	after := s.e.Stats()
+	if after.DirectScans == before.DirectScans {
+		t.Fatal("DuckDB answered")
+	}
+	if r := after.LatestFileReads - before.LatestFileReads; r != 2 {
+		t.Errorf("%d files read, want 2 (the newest, and the one with a host found nowhere newer)", r)
+	}
+	if n := after.LatestFiles - before.LatestFiles; n != 2 {
+		t.Errorf("%d files left out, want 2", n)
+	}
+	s.e.warmLatest(context.Background())
+	if r := s.e.Stats().LatestFileReads - after.LatestFileReads; r != 0 {
+		t.Errorf("the read-ahead read %d older files, want none", r)
+	}
+}

@@ -17,11 +17,14 @@ import (
 // (latest_file_rows.go: 490-507 ms for the peer benchmark's 5M rows),
 // once after every persist: a dashboard's refresh every so often. So the
 // engine remembers, for latestWantFor, the tables and key columns whose
-// latest-row queries needed files, and once every latestWarmEvery reads
-// ahead those tables' files it has not read yet, one at a time and on
-// one core (pqarrow's column readers not in parallel), leaving the other
-// to writes and queries. A file is read ahead once: if its rows are
-// evicted from the cache, or the read fails, the next query reads it.
+// latest-row queries needed files, with the newest of the table's files
+// then, and once every latestWarmEvery reads ahead those tables' newer
+// files, one at a time and on one core (pqarrow's column readers not in
+// parallel), leaving the other to writes and queries. Older files are
+// left to the queries: newer ones usually hold every series, and the
+// older are then left out unread (latest.go). A file is read ahead once:
+// if its rows are evicted from the cache, or the read fails, the next
+// query reads it.
 
 const (
 	latestWantFor   = 10 * time.Minute
@@ -37,32 +40,41 @@ type latestWant struct{ db, table, col string }
 // latestWarm is what the read-ahead remembers.
 type latestWarm struct {
 	mu     sync.Mutex
-	wants  map[latestWant]time.Time // when a query last needed files
-	warmed map[fileKeysKey]bool     // files read ahead, or tried
+	wants  map[latestWant]wantState
+	warmed map[fileKeysKey]bool // files read ahead, or tried
 }
 
-// want notes that a latest-row query of w needed persisted files.
-func (l *latestWarm) want(w latestWant, now time.Time) {
+// wantState is when a query of a want last needed files, and the
+// greatest time of the table's files it saw: files of later times are
+// read ahead.
+type wantState struct {
+	at    time.Time
+	since int64
+}
+
+// want notes that a latest-row query of w needed persisted files, the
+// table's then reaching since.
+func (l *latestWarm) want(w latestWant, since int64, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.wants == nil {
-		l.wants = make(map[latestWant]time.Time)
+		l.wants = make(map[latestWant]wantState)
 	}
-	l.wants[w] = now
+	l.wants[w] = wantState{at: now, since: since}
 }
 
 // current returns the wants of the last latestWantFor, forgetting older
 // ones.
-func (l *latestWarm) current(now time.Time) []latestWant {
+func (l *latestWarm) current(now time.Time) map[latestWant]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []latestWant
-	for w, at := range l.wants {
-		if now.Sub(at) > latestWantFor {
+	out := make(map[latestWant]int64, len(l.wants))
+	for w, st := range l.wants {
+		if now.Sub(st.at) > latestWantFor {
 			delete(l.wants, w)
 			continue
 		}
-		out = append(out, w)
+		out[w] = st.since
 	}
 	return out
 }
@@ -97,7 +109,8 @@ func (e *Engine) runLatestWarm(ctx context.Context, done chan<- struct{}) {
 }
 
 // warmLatest reads the latest rows of the files of the wanted tables
-// that are neither kept nor read ahead before.
+// newer than their queries saw that are neither kept nor read ahead
+// before.
 func (e *Engine) warmLatest(ctx context.Context) {
 	wants := e.latestWarm.current(time.Now())
 	if len(wants) == 0 || e.cache == nil {
@@ -105,7 +118,7 @@ func (e *Engine) warmLatest(ctx context.Context) {
 	}
 	view := e.wb.View()
 	defer view.Release()
-	for _, w := range wants {
+	for w, since := range wants {
 		t, ok := view.Catalog().Table(w.db, w.table)
 		if !ok {
 			continue
@@ -116,7 +129,7 @@ func (e *Engine) warmLatest(ctx context.Context) {
 				return
 			}
 			k := fileKeysKey{fileKey(f), w.col}
-			if _, kept := e.fileRows.peek(k); kept || f.Rows == 0 || !e.latestWarm.first(k) {
+			if _, kept := e.fileRows.peek(k); kept || f.Rows == 0 || f.MaxTime <= since || !e.latestWarm.first(k) {
 				continue
 			}
 			_, read, err := e.fileRowsOf(ctx, f, w.col, t, false)

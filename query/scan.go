@@ -412,7 +412,7 @@ func apron_scan_init(p unsafe.Pointer) {
 					return ks
 				}
 				var nc, nf int
-				g.chunks, g.files, nc, nf = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database), keysOf)
+				g.chunks, g.files, nc, nf = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database), keysOf, nil)
 				bd.e.latestChunks.Add(int64(nc))
 				bd.e.latestFiles.Add(int64(nf))
 			}
