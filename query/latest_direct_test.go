@@ -4,26 +4,22 @@ package query
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apron-db/apron/objstore"
 )
 
 // TestLatestDirect: the latest row per key of a query that selects only
-// the key, max(time) and arg_max(col, time), with no WHERE, ORDER BY or
-// LIMIT, is answered from the chunks without DuckDB (a direct scan) when
-// no picked row is NULL where arg_max reads (persisted files left after
-// pruning give their latest row of each key value, read once), and by
-// DuckDB otherwise; both agree with DuckDB over the same rows. Times are unique: among ties the row answered is arbitrary.
+// the key, max(time) and arg_max(col, time), with no ORDER BY or LIMIT
+// and no WHERE or one of bounds on time, is answered from the chunks
+// without DuckDB (a direct scan) when no picked row is NULL where
+// arg_max reads (persisted files left after pruning give their latest
+// row of each key value, read once; a file with rows past an upper
+// bound leaves the query to DuckDB), and by DuckDB otherwise; both agree
+// with DuckDB over the same rows. Times are unique: among ties the row
+// answered is arbitrary.
 func TestLatestDirect(t *testing.T) {
-	s := newStoreEnv(t, objstore.NewMemory(), Config{})
-	ref := newRefDB(t)
-	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
-	rng := rand.New(rand.NewPCG(3, 4))
-	write := cpuRowsWriter(s, ref, rng)
+	s, ref, rng, write := cpuStore(t, Config{}, 3)
 	hosts := func(n int) func(int) any {
 		return func(int) any {
 			if rng.IntN(50) == 0 {

@@ -78,20 +78,11 @@ func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *
 		if r, ok := e.fileRows.peek(k); ok {
 			return r, nil
 		}
-		if e.cache == nil {
-			return nil, fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
-		}
-		path, unpin, err := e.cache.acquire(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		defer unpin()
-		pf, err := e.openFooter(path, f)
-		if err != nil {
-			return nil, err
-		}
-		defer pf.Close()
-		r, err := readFileRows(ctx, pf, col, t, fileRowsBatch, parallel)
+		var r *fileRows
+		err := e.readPersisted(ctx, f, func(pf *file.Reader) (err error) {
+			r, err = readFileRows(ctx, pf, col, t, fileRowsBatch, parallel)
+			return err
+		})
 		if errors.Is(err, errFileRowsTypes) {
 			r = &fileRows{unusable: fmt.Errorf("the latest rows of %q in %s: %w", col, f.Path, err), size: 256}
 		} else if err != nil {

@@ -5,7 +5,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -21,11 +20,7 @@ import (
 // DuckDB ranks first by time among the value's rows, for two key
 // columns; the kept batch's key is dictionary-encoded, for pickLatest.
 func TestReadFileRows(t *testing.T) {
-	s := newStoreEnv(t, objstore.NewMemory(), Config{})
-	ref := newRefDB(t)
-	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
-	rng := rand.New(rand.NewPCG(5, 6))
-	write := cpuRowsWriter(s, ref, rng)
+	s, ref, rng, write := cpuStore(t, Config{}, 5)
 	host := func(int) any {
 		if rng.IntN(40) == 0 {
 			return nil
@@ -103,11 +98,7 @@ func TestReadFileRows(t *testing.T) {
 // TestFileRowsReadOnce: queries that need a file's latest rows at the
 // same time read the file once, and later ones not at all.
 func TestFileRowsReadOnce(t *testing.T) {
-	s := newStoreEnv(t, objstore.NewMemory(), Config{})
-	ref := newRefDB(t)
-	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
-	rng := rand.New(rand.NewPCG(7, 8))
-	write := cpuRowsWriter(s, ref, rng)
+	s, _, _, write := cpuStore(t, Config{}, 7)
 	write(base, int64(time.Hour), 20000, func(i int) any { return fmt.Sprintf("h%d", i%50) }, func(int, any) any { return 1.5 }, true)
 	s.roll()
 	s.waitReleased(t, 1)
@@ -159,11 +150,7 @@ func TestFileRowsReadOnce(t *testing.T) {
 // the next query reads no file; nothing is read ahead for tables whose
 // queries needed none, and a want is forgotten after latestWantFor.
 func TestLatestReadAhead(t *testing.T) {
-	s := newStoreEnv(t, objstore.NewMemory(), Config{})
-	ref := newRefDB(t)
-	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
-	rng := rand.New(rand.NewPCG(9, 10))
-	write := cpuRowsWriter(s, ref, rng)
+	s, ref, rng, write := cpuStore(t, Config{}, 9)
 	host := func(i int) any { return fmt.Sprintf("h%d", i%10) }
 	usage := func(int, any) any { return float64(rng.IntN(1000)) / 10 }
 	const q = "SELECT host, max(time), arg_max(usage, time), arg_max_null(region, time) FROM db.cpu GROUP BY host"
@@ -243,11 +230,7 @@ func TestFileRowsUnusable(t *testing.T) {
 // value found nowhere newer is read. The read-ahead reads none of the
 // older files.
 func TestLatestOlderFilesUnread(t *testing.T) {
-	s := newStoreEnv(t, objstore.NewMemory(), Config{})
-	ref := newRefDB(t)
-	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
-	rng := rand.New(rand.NewPCG(11, 12))
-	write := cpuRowsWriter(s, ref, rng)
+	s, ref, rng, write := cpuStore(t, Config{}, 11)
 	usage := func(int, any) any { return float64(rng.IntN(1000)) / 10 }
 	for seg := range 4 {
 		host := func(i int) any { return fmt.Sprintf("h%d", i%10) }

@@ -49,20 +49,11 @@ func (e *Engine) fileKeysOf(ctx context.Context, f persist.File, col string) (*f
 	if s, ok := e.fileKeys.get(k); ok {
 		return s, nil
 	}
-	if e.cache == nil {
-		return nil, fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
-	}
-	path, unpin, err := e.cache.acquire(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	defer unpin()
-	pf, err := e.openFooter(path, f)
-	if err != nil {
-		return nil, err
-	}
-	defer pf.Close()
-	s, err := readFileKeys(pf, col, e.pages, fileKey(f))
+	var s *fileKeySet
+	err := e.readPersisted(ctx, f, func(pf *file.Reader) (err error) {
+		s, err = readFileKeys(pf, col, e.pages, fileKey(f))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the values of %q in %s: %w", col, f.Path, err)
 	}

@@ -29,11 +29,7 @@ func TestLatestRows(t *testing.T) {
 }
 
 func latestRows(t *testing.T, cfg Config) {
-	s := newStoreEnv(t, objstore.NewMemory(), cfg)
-	ref := newRefDB(t)
-	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
-	rng := rand.New(rand.NewPCG(7, 8))
-	write := cpuRowsWriter(s, ref, rng)
+	s, ref, rng, write := cpuStore(t, cfg, 7)
 	someHost := func(int) any { return fmt.Sprintf("h%d", rng.IntN(6)) }
 	someUsage := func(int, any) any {
 		if rng.IntN(9) == 0 {
@@ -203,11 +199,25 @@ func latestRows(t *testing.T, cfg Config) {
 	}
 }
 
-// cpuRowsWriter returns a function that writes n rows of db.cpu to s and
-// to ref: times distinct (over every call) within [start, start+span),
-// the hosts host gives (nil: NULL), the usages usage gives them, and,
-// withRegion, a region (NULL in one row of seven).
-func cpuRowsWriter(s *storeEnv, ref *refDB, rng *rand.Rand) func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool) {
+// cpuStore is a store env (cfg its engine's) with a table db.cpu (time,
+// host, usage, region), the same table in a reference DuckDB, random
+// numbers from seed, and cpuRowsWriter's writer of both.
+func cpuStore(t *testing.T, cfg Config, seed uint64) (*storeEnv, *refDB, *rand.Rand, cpuWriter) {
+	s := newStoreEnv(t, objstore.NewMemory(), cfg)
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.cpu (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE, region VARCHAR)`)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	return s, ref, rng, cpuRowsWriter(s, ref, rng)
+}
+
+// cpuWriter writes n rows of db.cpu: times distinct (over every call)
+// within [start, start+span), the hosts host gives (nil: NULL), the
+// usages usage gives them, and, withRegion, a region (NULL in one row of
+// seven).
+type cpuWriter func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool)
+
+// cpuRowsWriter returns a cpuWriter to s and to ref.
+func cpuRowsWriter(s *storeEnv, ref *refDB, rng *rand.Rand) cpuWriter {
 	seen := map[int64]bool{}
 	return func(start, span int64, n int, host func(i int) any, usage func(i int, h any) any, withRegion bool) {
 		ts, hosts, usages, regions := distinctTimes(rng, seen, start, span, n), make([]any, n), make([]any, n), make([]any, n)

@@ -3,6 +3,7 @@
 package query
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -68,4 +69,24 @@ func (e *Engine) groupStatsOf(f persist.File, md *metadata.FileMetaData) *groupS
 		e.groupStats.put(key, gs, gs.cost())
 	}
 	return gs
+}
+
+// readPersisted calls read with f opened from its local copy (the file
+// cache's, fetched from the object store if need be), its footer from
+// the footer cache.
+func (e *Engine) readPersisted(ctx context.Context, f persist.File, read func(*file.Reader) error) error {
+	if e.cache == nil {
+		return fmt.Errorf("table %s.%s: %w", f.Database, f.Table, errNoStore)
+	}
+	path, unpin, err := e.cache.acquire(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	pf, err := e.openFooter(path, f)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	return read(pf)
 }
