@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
 )
 
 // Files' latest rows read ahead.
@@ -123,23 +125,35 @@ func (e *Engine) warmLatest(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		key := buffer.TableKey{Database: t.Database, Table: t.Name}
-		for _, f := range e.persistedFiles(view, key, withCutoff(view, key, allTime)) {
-			if ctx.Err() != nil {
-				return
-			}
-			k := fileKeysKey{fileKey(f), w.col}
-			if _, kept := e.fileRows.peek(k); kept || f.Rows == 0 || f.MaxTime <= since || !e.latestWarm.first(k) {
-				continue
-			}
-			_, read, err := e.fileRowsOf(ctx, f, w.col, t, false)
-			if err != nil {
-				e.log.Debug("reading ahead a file's latest rows failed; a query will read them", "file", f.Path, "err", err)
-				continue
-			}
-			if read {
-				e.latestWarmed.Add(1)
+		// Not persistedFiles: its count of files pruned is the queries'.
+		bounds := withCutoff(view, buffer.TableKey{Database: t.Database, Table: t.Name}, allTime)
+		for _, ps := range view.Persisted {
+			for _, f := range ps.Files {
+				if ctx.Err() != nil {
+					return
+				}
+				if f.Database != t.Database || f.Table != t.Name || f.MaxTime <= since || bounds.misses(f.Rows, f.MinTime, f.MaxTime) {
+					continue
+				}
+				e.readAhead(ctx, f, w.col, t)
 			}
 		}
+	}
+}
+
+// readAhead reads f's latest rows of col (of t) if they are neither kept
+// nor read ahead before.
+func (e *Engine) readAhead(ctx context.Context, f persist.File, col string, t *catalog.Table) {
+	k := fileKeysKey{fileKey(f), col}
+	if _, kept := e.fileRows.peek(k); kept || !e.latestWarm.first(k) {
+		return
+	}
+	_, read, err := e.fileRowsOf(ctx, f, col, t, false)
+	if err != nil {
+		e.log.Debug("reading ahead a file's latest rows failed; a query will read them", "file", f.Path, "err", err)
+		return
+	}
+	if read {
+		e.latestWarmed.Add(1)
 	}
 }
