@@ -171,10 +171,11 @@
 // time, and a chunk whose every key value already has a later row is
 // left out (latest.go), and so is a persisted file whose key values,
 // from its dictionary pages, all have later rows in the chunks
-// (latest_files.go). Without ORDER BY or LIMIT, and with no WHERE or
-// one of time bounds a direct scan evaluates, each key's row of the
-// greatest time is picked from those chunks and the files left, and
-// streamed as a direct scan, without DuckDB (latest_direct.go). A file
+// (latest_files.go). With no WHERE or one of time bounds a direct scan
+// evaluates, and no ORDER BY or one of the key or max(time), each key's
+// row of the greatest time is picked from those chunks and the files
+// left, sorted and cut if need be (latest_order.go), and streamed as a
+// direct scan, without DuckDB (latest_direct.go). A file
 // is read once for its latest row of each key value, kept since files
 // never change (latest_file_rows.go), and read ahead after a persist
 // for the tables whose queries needed files (latest_file_warm.go).

@@ -71,10 +71,12 @@ type latestPrune struct {
 	// the one row of each key, which then is the answer: a query with
 	// no ORDER BY or LIMIT, selecting the key, max(time) and
 	// arg_max(col, time) only, with no WHERE or one of bounds on time
-	// alone, where (latest_direct.go).
+	// alone, where, and no ORDER BY or LIMIT or those of cut
+	// (latest_direct.go, latest_order.go).
 	project []int
 	table   *catalog.Table
 	where   *directWhere
+	cut     *latestCut
 }
 
 // latestBudget bounds the work of a pruning (rows read and dictionary
@@ -149,15 +151,23 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 	// if any, is bounds on time that a filtered direct scan understands
 	// (direct_where.go): the times it admits are then known exactly at
 	// each run.
-	if len(mods) == 0 {
-		if w := node["where_clause"]; w != nil {
-			var ok bool
-			if p.where, ok = directWhereOf(w, &fromTable{table: t}, sh.alias, sh.table); !ok || len(p.where.equals) > 0 {
-				return p
-			}
+	if w := node["where_clause"]; w != nil {
+		var ok bool
+		if p.where, ok = directWhereOf(w, &fromTable{table: t}, sh.alias, sh.table); !ok || len(p.where.equals) > 0 {
+			return p
 		}
-		p.project, p.table = projection(sh, t, list), t
 	}
+	project := projection(sh, t, list)
+	if project == nil {
+		return p
+	}
+	if len(mods) > 0 {
+		var ok bool
+		if p.cut, ok = latestCutOf(mods, sh, list, project, t, col); !ok {
+			return p
+		}
+	}
+	p.project, p.table = project, t
 	return p
 }
 

@@ -146,6 +146,9 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		e.log.Debug("latest row per key: gathering rows failed; DuckDB answers", "err", err)
 		return nil, false
 	}
+	if p.cut != nil {
+		out = p.cut.apply(out, p.col)
+	}
 	return out, true
 }
 
