@@ -19,12 +19,13 @@ import (
 
 // The latest row per key answered without DuckDB.
 //
-// When the query of latest.go has no ORDER BY or LIMIT, selects nothing
-// but its key, max(time) and arg_max (or max_by, arg_max_null) of
-// columns by time, and has no WHERE or one of bounds on time that a
-// filtered direct scan understands (direct_where.go: constants, now() ±
-// whole intervals, evaluated from the Go clock), its answer is, for each
-// key value, one row of the greatest time within the bounds: what a last-value cache of one row per
+// When the query of latest.go selects nothing but its key, max(time)
+// and arg_max (or max_by, arg_max_null) of columns by time, has no WHERE
+// or one of bounds on time that a filtered direct scan understands
+// (direct_where.go: constants, now() ± whole intervals, evaluated from
+// the Go clock), and no ORDER BY or one of the key or max(time), with or
+// without LIMIT (latest_order.go), its answer is, for each key value,
+// one row of the greatest time within the bounds, sorted and cut: what a last-value cache of one row per
 // key holds, and what lastvalue.go streams from one (lastValueUse.project).
 // Without a cache, those rows are found here among the chunks pruning
 // keeps and the latest rows of each persisted file it leaves (read once
