@@ -44,10 +44,9 @@ import (
 // credit nothing when DuckDB reads them; when the latest rows are picked
 // in Go (latest_direct.go), a file kept credits its latest rows, newest
 // files first, so that older files of the same series are left out
-// unread. The files left are read
-// by DuckDB, or, for a query that only selects the latest rows
-// (latest_direct.go), once each for their latest row of each key value
-// (latest_file_rows.go).
+// unread. The files left are read by DuckDB, or, for a query that only
+// selects the latest rows (latest_direct.go), once each for their latest
+// row of each key value (latest_file_rows.go).
 //
 // Crediting reads the key and time of a chunk's rows. Checking a chunk
 // looks up its dictionary's values (once per dictionary and change of
@@ -68,11 +67,10 @@ type latestPrune struct {
 	// its key only if none of them is NULL in it.
 	nonNull []string
 	// project, when set, is the table column each output column is of
-	// the one row of each key, which then is the answer: a query with
-	// no ORDER BY or LIMIT, selecting the key, max(time) and
-	// arg_max(col, time) only, with no WHERE or one of bounds on time
-	// alone, where, and no ORDER BY or LIMIT or those of cut
-	// (latest_direct.go, latest_order.go).
+	// the one row of each key, which then is the answer: a query
+	// selecting the key, max(time) and arg_max(col, time) only, with no
+	// WHERE or one of bounds on time alone (where), and no ORDER BY or
+	// LIMIT or those of cut (latest_direct.go, latest_order.go).
 	project []int
 	table   *catalog.Table
 	where   *directWhere

@@ -19,39 +19,40 @@ import (
 
 // The latest row per key answered without DuckDB.
 //
-// When the query of latest.go selects nothing but its key, max(time)
-// and arg_max (or max_by, arg_max_null) of columns by time, has no WHERE
-// or one of bounds on time that a filtered direct scan understands
+// When the query of latest.go selects nothing but its key, max(time) and
+// arg_max (or max_by, arg_max_null) of columns by time, has no WHERE or
+// one of bounds on time that a filtered direct scan understands
 // (direct_where.go: constants, now() ± whole intervals, evaluated from
 // the Go clock), and no ORDER BY or one of the key or max(time), with or
 // without LIMIT (latest_order.go), its answer is, for each key value,
-// one row of the greatest time within the bounds, sorted and cut: what a last-value cache of one row per
-// key holds, and what lastvalue.go streams from one (lastValueUse.project).
-// Without a cache, those rows are found here among the chunks pruning
-// keeps and the latest rows of each persisted file it leaves (read once
-// a file, latest_file_rows.go), and streamed the same way
-// (direct.go), instead of DuckDB's aggregate over the kept chunks: its
-// hash table, aggregate states and tasks cost 2-3 ms a query on 2 cores
-// for the 200 hosts and 8 aggregates of the peer benchmark (bench/peer),
-// however few the rows: handing it only each key's latest rows of the
-// kept chunks was tried, and was no faster (BenchmarkLastValue,
-// "latest": 1.47-1.79 ms against 1.36-1.53). Picked here: 0.29-0.31 ms.
+// one row of the greatest time within the bounds, sorted and cut: what a
+// last-value cache of one row per key holds, and what lastvalue.go
+// streams from one (lastValueUse.project). Without a cache, those rows
+// are found here among the chunks pruning keeps and the latest rows of
+// each persisted file it leaves (read once a file, latest_file_rows.go),
+// and streamed the same way (direct.go), instead of DuckDB's aggregate
+// over the kept chunks: its hash table, aggregate states and tasks cost
+// 2-3 ms a query on 2 cores for the 200 hosts and 8 aggregates of the
+// peer benchmark (bench/peer), however few the rows: handing it only
+// each key's latest rows of the kept chunks was tried, and was no faster
+// (BenchmarkLastValue, "latest": 1.47-1.79 ms against 1.36-1.53). Picked
+// here: 0.29-0.31 ms.
 //
 // A key's row is its first of the greatest time (DuckDB's pick among
-// ties is as arbitrary). Under bounds, rows outside them are passed over;
-// a file's latest rows stand for its rows within them only if none of
-// its rows is past the upper bound (a key's latest row in the file is
+// ties is as arbitrary). Under bounds, rows outside them are passed
+// over; a file's latest rows stand for its rows within them only if none
+// of its rows is past the upper bound (a key's latest row in the file is
 // then its latest within the bounds, or before them: the key has none
-// there), else DuckDB answers. arg_max(col, time) skips rows whose col is NULL:
-// if a row picked holds a NULL where arg_max reads, the answer may be an
-// older row, and DuckDB runs the query, as it does when a file's latest
-// rows cannot be read (a column's type not the table's), a chunk's key
-// is not dictionary-encoded strings, or a chunk or a file straddles the
-// retention cutoff (directRead).
+// there), else DuckDB answers. arg_max(col, time) skips rows whose col
+// is NULL: if a row picked holds a NULL where arg_max reads, the answer
+// may be an older row, and DuckDB runs the query, as it does when a
+// file's latest rows cannot be read (a column's type not the table's), a
+// chunk's key is not dictionary-encoded strings, or a chunk or a file
+// straddles the retention cutoff (directRead).
 
 // latestRowsOf returns the rows of the latest row per key query d, from
-// the View: one chunk of picked rows per chunk they come from. ok false:
-// DuckDB must answer.
+// the View, as chunks in the answer's order. ok false: DuckDB must
+// answer.
 func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directScan) (_ []buffer.Chunk, ok bool) {
 	p := d.latest
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
