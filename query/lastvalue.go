@@ -15,7 +15,6 @@ import "C"
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -739,26 +738,8 @@ func (sh *shapeCheck) newestLimit(mods []any) (int64, bool) {
 	if om == nil || om["type"] != "DESCENDING" || !sh.isTime(om["expression"]) {
 		return 0, false
 	}
-	lim, _ := l["limit"].(map[string]any)
-	if lim == nil || lim["class"] != "CONSTANT" {
-		return 0, false
-	}
-	v, _ := lim["value"].(map[string]any)
-	if v == nil || v["is_null"] != false {
-		return 0, false
-	}
-	ty, _ := v["type"].(map[string]any)
-	switch ty["id"] {
-	case "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT":
-	default:
-		return 0, false
-	}
-	num, ok := v["value"].(json.Number)
-	if !ok {
-		return 0, false
-	}
-	k, err := num.Int64()
-	return k, err == nil && k > 0
+	k, ok := constantCount(l["limit"]) // latest_order.go
+	return k, ok && k > 0
 }
 
 // findTableFold finds db.table as DuckDB would: exactly, or without case.
