@@ -175,7 +175,9 @@
 // evaluates, and no ORDER BY or one of the key or max(time), each key's
 // row of the greatest time is picked from those chunks and the files
 // left, sorted and cut if need be (latest_order.go), and streamed as a
-// direct scan, without DuckDB (latest_direct.go). A file
+// direct scan, without DuckDB (latest_direct.go). So is PostgreSQL's
+// SELECT DISTINCT ON (key) … ORDER BY key, time DESC
+// (latest_distinct.go). A file
 // is read once for its latest row of each key value, kept since files
 // never change (latest_file_rows.go), and read ahead after a persist
 // for the tables whose queries needed files (latest_file_warm.go).

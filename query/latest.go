@@ -98,6 +98,9 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 	}
 	groups, _ := node["group_expressions"].([]any)
 	sets, _ := node["group_sets"].([]any)
+	if len(groups) == 0 && len(sets) == 0 {
+		return latestDistinctOf(node, t, sh, p) // latest_distinct.go
+	}
 	if len(groups) != 1 || len(sets) > 1 {
 		return nil
 	}

@@ -90,6 +90,17 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host DESC LIMIT 3",
 		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host DESC NULLS LAST, 2",
 	}
+	// PostgreSQL's DISTINCT ON: whole rows, NULLs included.
+	distinctOn := []string{
+		"SELECT DISTINCT ON (host) * FROM db.cpu ORDER BY host, time DESC",
+		"SELECT DISTINCT ON (host) host, usage, time FROM db.cpu ORDER BY host DESC NULLS FIRST, time DESC LIMIT 4",
+		"SELECT DISTINCT ON (region) time, region FROM db.cpu ORDER BY region, time DESC OFFSET 1",
+		fmt.Sprintf("SELECT DISTINCT ON (host) * FROM db.cpu WHERE time >= %s ORDER BY host, time DESC", at(30*time.Minute)),
+	}
+	distinctViaDuckDB := []string{
+		"SELECT DISTINCT ON (host) host, usage * 2 AS u FROM db.cpu ORDER BY host, time DESC",
+		"SELECT DISTINCT ON (host) host, time FROM db.cpu ORDER BY host, time",
+	}
 	check := func(what string, qs []string, wantDirect bool) {
 		t.Helper()
 		for _, q := range qs {
@@ -118,10 +129,13 @@ func TestLatestDirect(t *testing.T) {
 	check("buffered", lowerOnly, true)
 	check("buffered", bounded, true)
 	check("buffered", ordered, true)
+	check("buffered", distinctOn, true)
+	check("buffered", distinctViaDuckDB, false)
 	// Where a host's newest row has no usage, arg_max answers an older
 	// row: DuckDB.
 	write(base+int64(time.Hour), int64(time.Minute), 2000, hosts(8), h3Null, true)
 	check("h3's newest usage NULL", withUsage, false)
+	check("h3's newest usage NULL", distinctOn, true)
 	write(base+2*int64(time.Hour), int64(time.Minute), 2000, func(i int) any { return fmt.Sprintf("h%d", i%8) }, set, true)
 	write(base+2*int64(time.Hour)+int64(time.Minute), int64(time.Second), 50, func(int) any { return nil }, set, true)
 	check("every newest usage set", withUsage, true)
@@ -160,6 +174,8 @@ func TestLatestDirect(t *testing.T) {
 	check("all persisted", direct, true)
 	check("all persisted", lowerOnly, true)
 	check("all persisted", ordered, true)
+	check("all persisted", distinctOn, true)
+	check("all persisted", distinctViaDuckDB, false)
 	check("all persisted", withUsage, true)
 	check("all persisted, not projected", viaDuckDB, false)
 

@@ -77,19 +77,8 @@ func latestOrderOf(o any, sh *shapeCheck, list []any, project []int, t *catalog.
 	if om == nil {
 		return latestOrder{}, false
 	}
-	var lo latestOrder
-	switch om["type"] {
-	case "ASCENDING", "ORDER_DEFAULT":
-	case "DESCENDING":
-		lo.desc = true
-	default:
-		return latestOrder{}, false
-	}
-	switch om["null_order"] {
-	case "NULLS LAST", "ORDER_DEFAULT":
-	case "NULLS FIRST":
-		lo.nullsFirst = true
-	default:
+	lo, ok := orderDirection(om) // latest_distinct.go
+	if !ok {
 		return latestOrder{}, false
 	}
 	e, _ := om["expression"].(map[string]any)

@@ -1,0 +1,140 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"strings"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
+)
+
+// The latest row per key in PostgreSQL's idiom:
+//
+//	SELECT DISTINCT ON (host) * FROM cpu ORDER BY host, time DESC [LIMIT n]
+//
+// keeps, for each value of host, its first row in the order of host then
+// time descending: the row of the greatest time, whole, NULLs included
+// (no arg_max skips them). Its answer depends only on each value's
+// latest row, as the GROUP BY form's (latest.go): it is pruned the same
+// way and, when the select list is * or columns of the table and the
+// WHERE bounds on time or none, picked without DuckDB
+// (latest_direct.go), in the key's order (latest_order.go).
+
+// latestDistinctOf recognizes the DISTINCT ON form of node (a SELECT of
+// table t) into p; nil: not that form.
+func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *latestPrune) *latestPrune {
+	mods, _ := node["modifiers"].([]any)
+	if len(mods) < 2 || len(mods) > 3 {
+		return nil
+	}
+	dm, _ := mods[0].(map[string]any)
+	om, _ := mods[1].(map[string]any)
+	if dm == nil || om == nil || dm["type"] != "DISTINCT_MODIFIER" || om["type"] != "ORDER_MODIFIER" {
+		return nil
+	}
+	targets, _ := dm["distinct_on_targets"].([]any)
+	orders, _ := om["orders"].([]any)
+	if len(targets) != 1 || len(orders) != 2 {
+		return nil
+	}
+	g, ok := sh.colRef(targets[0])
+	if !ok || g == buffer.TimeColumn {
+		return nil
+	}
+	col, ok := findColumn(t, g)
+	if !ok || !isStringColumn(t, col) {
+		return nil
+	}
+	// ORDER BY the key (either way), then time DESC.
+	first, _ := orders[0].(map[string]any)
+	second, _ := orders[1].(map[string]any)
+	if first == nil || second == nil || second["type"] != "DESCENDING" || !sh.isTime(second["expression"]) {
+		return nil
+	}
+	if n, ok := sh.colRef(first["expression"]); !ok || n != g {
+		return nil
+	}
+	lo, ok := orderDirection(first)
+	if !ok {
+		return nil
+	}
+	lo.byKey = true
+	cut := &latestCut{order: []latestOrder{lo}, limit: -1}
+	if len(mods) == 3 {
+		lm, _ := mods[2].(map[string]any)
+		if lm == nil || lm["type"] != "LIMIT_MODIFIER" {
+			return nil
+		}
+		if cut.limit, ok = constantCount(lm["limit"]); !ok {
+			return nil
+		}
+		if cut.offset, ok = constantCount(lm["offset"]); !ok {
+			return nil
+		}
+		cut.offset = max(cut.offset, 0)
+	}
+	sh.keys = map[string]bool{g: true}
+	p.col = col
+	// The select list: * or columns of the table, each the latest row's.
+	list, _ := node["select_list"].([]any)
+	var project []int
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		switch {
+		case m == nil:
+			return nil
+		case m["class"] == "STAR":
+			rel, _ := m["relation_name"].(string)
+			if !rowwiseStar(m) || !empty(m["exclude_list"]) || rel != "" && !strings.EqualFold(rel, sh.alias) && !(sh.alias == "" && strings.EqualFold(rel, sh.table)) {
+				return p // pruned, not picked
+			}
+			for i := range t.Columns {
+				project = append(project, i)
+			}
+		case m["class"] == "COLUMN_REF":
+			n, ok := sh.colRef(m)
+			if !ok {
+				return p
+			}
+			name, ok := findColumn(t, n)
+			if !ok {
+				return p
+			}
+			for i, c := range t.Columns {
+				if c.Name == name {
+					project = append(project, i)
+				}
+			}
+		default:
+			return p // an expression of the row: pruned, not picked
+		}
+	}
+	if w := node["where_clause"]; w != nil {
+		if p.where, ok = directWhereOf(w, &fromTable{table: t}, sh.alias, sh.table); !ok || len(p.where.equals) > 0 {
+			return p
+		}
+	}
+	p.project, p.table, p.cut = project, t, cut
+	return p
+}
+
+// orderDirection is an ORDER BY item's direction and NULLs' place.
+func orderDirection(om map[string]any) (latestOrder, bool) {
+	var lo latestOrder
+	switch om["type"] {
+	case "ASCENDING", "ORDER_DEFAULT":
+	case "DESCENDING":
+		lo.desc = true
+	default:
+		return latestOrder{}, false
+	}
+	switch om["null_order"] {
+	case "NULLS LAST", "ORDER_DEFAULT":
+	case "NULLS FIRST":
+		lo.nullsFirst = true
+	default:
+		return latestOrder{}, false
+	}
+	return lo, true
+}
