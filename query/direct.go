@@ -50,7 +50,7 @@ type directScan struct {
 	// (lastValueUse.project); nil for a read of last_value.
 	use *lastValueUse
 	// latest, if not nil, says the rows are the latest of each key of
-	// the table, found in its chunks (latest_direct.go).
+	// the table, found in its chunks and files (latest_direct.go).
 	latest *latestPrune
 }
 

@@ -495,12 +495,8 @@ func projection(sh *shapeCheck, t *catalog.Table, list []any) []int {
 		default:
 			return nil
 		}
-		col, ok := findColumn(t, name)
+		idx, ok := columnIndex(t, name)
 		if !ok {
-			return nil
-		}
-		idx := slices.IndexFunc(t.Columns, func(c catalog.Column) bool { return c.Name == col })
-		if idx < 0 {
 			return nil
 		}
 		cols = append(cols, idx)
@@ -762,10 +758,15 @@ func findTableFold(snap *catalog.Snapshot, db, table string) (*catalog.Table, bo
 
 // findColumn is the name t gives a column named n without case.
 func findColumn(t *catalog.Table, n string) (string, bool) {
-	for _, c := range t.Columns {
-		if strings.EqualFold(c.Name, n) {
-			return c.Name, true
-		}
+	if i, ok := columnIndex(t, n); ok {
+		return t.Columns[i].Name, true
 	}
 	return "", false
+}
+
+// columnIndex is the index in t's columns of the one n names, as
+// findColumn finds it.
+func columnIndex(t *catalog.Table, n string) (int, bool) {
+	i := slices.IndexFunc(t.Columns, func(c catalog.Column) bool { return strings.EqualFold(c.Name, n) })
+	return i, i >= 0
 }

@@ -104,12 +104,8 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 	if len(groups) != 1 || len(sets) > 1 {
 		return nil
 	}
-	g, ok := sh.colRef(groups[0])
-	if !ok || g == buffer.TimeColumn {
-		return nil
-	}
-	col, ok := findColumn(t, g)
-	if !ok || !isStringColumn(t, col) {
+	g, col, ok := latestKeyColumn(sh, t, groups[0])
+	if !ok {
 		return nil
 	}
 	sh.keys = map[string]bool{g: true}
@@ -170,6 +166,20 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 	}
 	p.project, p.table = project, t
 	return p
+}
+
+// latestKeyColumn is the key column e names (lower-cased, and as t
+// names it): a string column of t.
+func latestKeyColumn(sh *shapeCheck, t *catalog.Table, e any) (g, col string, ok bool) {
+	g, ok = sh.colRef(e)
+	if !ok || g == buffer.TimeColumn {
+		return "", "", false
+	}
+	col, ok = findColumn(t, g)
+	if !ok || !isStringColumn(t, col) {
+		return "", "", false
+	}
+	return g, col, true
 }
 
 func isStringColumn(t *catalog.Table, name string) bool {

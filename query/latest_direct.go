@@ -77,14 +77,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 	for _, f := range files {
 		newest = max(newest, f.MaxTime)
 	}
-	keysOf := func(f persist.File) *fileKeySet {
-		ks, err := e.fileKeysOf(ctx, f, p.col)
-		if err != nil {
-			e.log.Debug("latest row per key: a file's key values not read; DuckDB answers", "file", f.Path, "err", err)
-			return nil
-		}
-		return ks
-	}
+	keysOf := e.fileKeysFunc(ctx, p.col, "its latest rows are read")
 	// Files' latest rows, read to credit in the pruning, then picked
 	// among: kept here, not looked up twice (one too large for the cache
 	// would be read twice).

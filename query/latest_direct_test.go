@@ -89,6 +89,9 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host LIMIT 0",
 		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host DESC LIMIT 3",
 		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host DESC NULLS LAST, 2",
+		// A LIMIT as large as it gets, past an OFFSET.
+		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY host LIMIT 9223372036854775807 OFFSET 1",
+		"SELECT DISTINCT ON (host) * FROM db.cpu ORDER BY host, time DESC LIMIT 9223372036854775807 OFFSET 2",
 	}
 	// PostgreSQL's DISTINCT ON: whole rows, NULLs included.
 	distinctOn := []string{
@@ -99,6 +102,9 @@ func TestLatestDirect(t *testing.T) {
 	}
 	distinctViaDuckDB := []string{
 		"SELECT DISTINCT ON (host) host, usage * 2 AS u FROM db.cpu ORDER BY host, time DESC",
+		// A window over every row: no row may be left out.
+		"SELECT DISTINCT ON (host) host, count(*) OVER () AS n FROM db.cpu ORDER BY host, time DESC",
+		"SELECT DISTINCT ON (host) * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY host, time DESC",
 		"SELECT DISTINCT ON (host) host, time FROM db.cpu ORDER BY host, time",
 	}
 	check := func(what string, qs []string, wantDirect bool) {

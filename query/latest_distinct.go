@@ -5,7 +5,6 @@ package query
 import (
 	"strings"
 
-	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 )
 
@@ -38,12 +37,8 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 	if len(targets) != 1 || len(orders) != 2 {
 		return nil
 	}
-	g, ok := sh.colRef(targets[0])
-	if !ok || g == buffer.TimeColumn {
-		return nil
-	}
-	col, ok := findColumn(t, g)
-	if !ok || !isStringColumn(t, col) {
+	g, col, ok := latestKeyColumn(sh, t, targets[0])
+	if !ok {
 		return nil
 	}
 	// ORDER BY the key (either way), then time DESC.
@@ -63,20 +58,15 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 	cut := &latestCut{order: []latestOrder{lo}, limit: -1}
 	if len(mods) == 3 {
 		lm, _ := mods[2].(map[string]any)
-		if lm == nil || lm["type"] != "LIMIT_MODIFIER" {
+		if lm == nil || lm["type"] != "LIMIT_MODIFIER" || !cut.limitOf(lm) {
 			return nil
 		}
-		if cut.limit, ok = constantCount(lm["limit"]); !ok {
-			return nil
-		}
-		if cut.offset, ok = constantCount(lm["offset"]); !ok {
-			return nil
-		}
-		cut.offset = max(cut.offset, 0)
 	}
 	sh.keys = map[string]bool{g: true}
 	p.col = col
 	// The select list: * or columns of the table, each the latest row's.
+	// Nothing else, not even to prune: an expression may read every row
+	// (count(*) OVER () is computed before DISTINCT ON keeps one).
 	list, _ := node["select_list"].([]any)
 	var project []int
 	for _, x := range list {
@@ -87,7 +77,7 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 		case m["class"] == "STAR":
 			rel, _ := m["relation_name"].(string)
 			if !rowwiseStar(m) || !empty(m["exclude_list"]) || rel != "" && !strings.EqualFold(rel, sh.alias) && !(sh.alias == "" && strings.EqualFold(rel, sh.table)) {
-				return p // pruned, not picked
+				return nil
 			}
 			for i := range t.Columns {
 				project = append(project, i)
@@ -95,19 +85,15 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 		case m["class"] == "COLUMN_REF":
 			n, ok := sh.colRef(m)
 			if !ok {
-				return p
+				return nil
 			}
-			name, ok := findColumn(t, n)
+			i, ok := columnIndex(t, n)
 			if !ok {
-				return p
+				return nil
 			}
-			for i, c := range t.Columns {
-				if c.Name == name {
-					project = append(project, i)
-				}
-			}
+			project = append(project, i)
 		default:
-			return p // an expression of the row: pruned, not picked
+			return nil
 		}
 	}
 	if w := node["where_clause"]; w != nil {

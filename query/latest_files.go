@@ -65,6 +65,20 @@ func (e *Engine) fileKeysOf(ctx context.Context, f persist.File, col string) (*f
 	return s, nil
 }
 
+// fileKeysFunc is fileKeysOf of col as latestPrune.prune takes it: nil
+// for a file whose values could not be read, logged with what happens
+// instead.
+func (e *Engine) fileKeysFunc(ctx context.Context, col, instead string) func(persist.File) *fileKeySet {
+	return func(f persist.File) *fileKeySet {
+		ks, err := e.fileKeysOf(ctx, f, col)
+		if err != nil {
+			e.log.Debug("latest row per key: a file's key values not read; "+instead, "file", f.Path, "err", err)
+			return nil
+		}
+		return ks
+	}
+}
+
 func readFileKeys(pf *file.Reader, col string, pages *lru[pqPageKey, *pqPage], key footerKey) (*fileKeySet, error) {
 	md := pf.MetaData()
 	ci := md.Schema.ColumnIndexByName(col)

@@ -55,19 +55,28 @@ func latestCutOf(mods []any, sh *shapeCheck, list []any, project []int, t *catal
 				c.order = append(c.order, lo)
 			}
 		case m["type"] == "LIMIT_MODIFIER" && i == len(mods)-1:
-			var ok bool
-			if c.limit, ok = constantCount(m["limit"]); !ok {
+			if !c.limitOf(m) {
 				return nil, false
 			}
-			if c.offset, ok = constantCount(m["offset"]); !ok {
-				return nil, false
-			}
-			c.offset = max(c.offset, 0)
 		default:
 			return nil, false
 		}
 	}
 	return c, true
+}
+
+// limitOf reads a LIMIT modifier's limit and offset, constants or
+// none, into c.
+func (c *latestCut) limitOf(m map[string]any) bool {
+	var ok bool
+	if c.limit, ok = constantCount(m["limit"]); !ok {
+		return false
+	}
+	if c.offset, ok = constantCount(m["offset"]); !ok {
+		return false
+	}
+	c.offset = max(c.offset, 0)
+	return true
 }
 
 // latestOrderOf reads one ORDER BY item: an output (by its alias, or
@@ -92,6 +101,9 @@ func latestOrderOf(o any, sh *shapeCheck, list []any, project []int, t *catalog.
 		out = int(k - 1)
 	case "COLUMN_REF":
 		names, _ := e["column_names"].([]any)
+		if len(names) == 0 {
+			return latestOrder{}, false
+		}
 		n, _ := names[0].(string)
 		if len(names) == 1 {
 			// An output's alias first, as DuckDB binds ORDER BY.
@@ -203,12 +215,12 @@ func (c *latestCut) apply(chunks []buffer.Chunk, key string) []buffer.Chunk {
 		}
 		return 0
 	})
-	lo := min(int(c.offset), len(rows))
-	hi := len(rows)
-	if c.limit >= 0 {
-		hi = min(hi, lo+int(c.limit))
+	// Both are at most MaxInt64: compared with the rows left, never
+	// added (LIMIT 9223372036854775807 OFFSET 1 would overflow).
+	rows = rows[min(c.offset, int64(len(rows))):]
+	if c.limit >= 0 && c.limit < int64(len(rows)) {
+		rows = rows[:c.limit]
 	}
-	rows = rows[lo:hi]
 	var out []buffer.Chunk
 	for i := 0; i < len(rows); {
 		j := i + 1

@@ -402,15 +402,7 @@ func apron_scan_init(p unsafe.Pointer) {
 				bd.e.newestFiles.Add(int64(nf))
 			}
 			if qs != nil && qs.latest != nil && qs.latest.key == lowerKey(bd.key.Database, bd.key.Table) {
-				col := qs.latest.col
-				keysOf := func(f persist.File) *fileKeySet {
-					ks, err := bd.e.fileKeysOf(g.ctx, f, col)
-					if err != nil {
-						bd.e.log.Debug("latest row per key: a file's key values not read; it is scanned", "file", f.Path, "err", err)
-						return nil
-					}
-					return ks
-				}
+				keysOf := bd.e.fileKeysFunc(g.ctx, qs.latest.col, "it is scanned")
 				var nc, nf int
 				g.chunks, g.files, nc, nf = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database), keysOf, nil)
 				bd.e.latestChunks.Add(int64(nc))
