@@ -54,6 +54,7 @@ var codeRules = []struct {
 	{query.ErrNotFound, codes.NotFound},
 	{query.ErrTooManyQueries, codes.ResourceExhausted},
 	{query.ErrClosed, codes.Unavailable},
+	{query.ErrInternal, codes.Internal},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

@@ -36,6 +36,15 @@ import (
 // rows of the table's last-value cache (lastvalue.go) are streamed as the
 // cache holds them.
 
+// directHooks are called, when set, as a direct reader is built: a test
+// panics in them (TestPanicFailsQuery), as a bug would.
+type directHooks struct {
+	reader func(*directScan) // newDirectReader begins
+	built  func(*directScan) // the reader holds the View
+}
+
+var directTestHooks atomic.Pointer[directHooks]
+
 // directScan is the table and columns of a direct scan.
 type directScan struct {
 	table     *catalog.Table
@@ -215,7 +224,23 @@ type directReader struct {
 // newDirectReader starts streaming d over view, which it releases when
 // done, as it calls the reader's onDone. false: the scan of a last-value
 // cache cannot be read directly; view is released.
-func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View) (*directReader, bool) {
+func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View) (_ *directReader, _ bool) {
+	var r *directReader
+	defer func() {
+		// A panic (a bug) lets go of the View before start recovers it
+		// (panics.go): held, it would keep its segments in memory.
+		if p := recover(); p != nil {
+			if r != nil {
+				r.finish()
+			} else {
+				view.Release()
+			}
+			panic(p)
+		}
+	}()
+	if h := directTestHooks.Load(); h != nil && h.reader != nil {
+		h.reader(d)
+	}
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
 	fields := make([]arrow.Field, len(d.table.Columns))
 	for i, f := range d.table.ArrowSchema().Fields() {
@@ -229,8 +254,11 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	for i, f := range schema.Fields() {
 		subFields[i] = arrow.Field{Name: fields[d.cols[i]].Name, Type: f.Type, Nullable: true}
 	}
-	r := &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g}
+	r = &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g}
 	r.refs.Store(1)
+	if h := directTestHooks.Load(); h != nil && h.built != nil {
+		h.built(d)
+	}
 	if d.lastValue {
 		g.bind.lastValue = d.use == nil
 		chunks, ok, err := e.cacheChunks(view, g.bind, d.use)

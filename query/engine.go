@@ -197,6 +197,7 @@ type Engine struct {
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
 	deleteFilesRead, deleteFilesSkipped atomic.Int64
 	lastValueUses                       atomic.Int64 // scans fed from a last-value cache
+	panics                              atomic.Int64 // queries failed by a panic while starting (panics.go)
 	// stopFills ends the goroutine that fills last-value caches;
 	// fillsDone is closed when it has returned.
 	stopFills context.CancelFunc
@@ -263,6 +264,9 @@ type conn struct {
 	// well, nil when it is not to be kept.
 	plans []plan
 	plan  *planKey
+	// broken: a panic left the connection in an unknown state; release
+	// closes it (panics.go).
+	broken bool
 }
 
 // maxConnEvals bounds conn.evals; past it the statements are dropped and
@@ -508,6 +512,9 @@ type Stats struct {
 	// persist, for the tables whose queries needed files
 	// (latest_file_warm.go).
 	LatestFileReadAheads int64
+	// InternalErrors are the queries a panic (a bug) failed as they
+	// started (panics.go).
+	InternalErrors int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it
 	// matches (delete_rewrite.go).
@@ -533,6 +540,7 @@ func (e *Engine) Stats() Stats {
 	st.LatestFileReads, st.LatestFileReadAheads = e.fileRowsRead.Load(), e.latestWarmed.Load()
 	_, _, _, st.LatestFileRowsBytes = e.fileRows.stats()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()
+	st.InternalErrors = e.panics.Load()
 	if c := e.cache; c != nil {
 		st.CacheHits, st.CacheFetches, st.CacheEvictions = c.hits.Load(), c.fetches.Load(), c.evictions.Load()
 		st.CacheFetchedBytes = c.fetchedBytes.Load()
@@ -602,7 +610,8 @@ func updateAsQuery(sql, database string, err error) error {
 	return newError(ErrUnsupportedStatement, "%s is not supported as a query, which must return rows: execute it as an update (ADBC ExecuteUpdate, JDBC executeUpdate, Flight SQL CommandStatementUpdate)", what)
 }
 
-func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (array.RecordReader, error) {
+func (e *Engine) start(ctx context.Context, c *conn, a *admitted, database string) (_ array.RecordReader, err error) {
+	defer e.recoverStart(c, &err) // panics.go
 	qs, err := e.stateOn(c, a, database)
 	if err != nil {
 		return nil, err

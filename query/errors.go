@@ -24,6 +24,9 @@ var (
 	ErrExecution = errors.New("query: execution failed")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("query: engine closed")
+	// ErrInternal: a bug failed the query (panics.go); the server logged
+	// it with its stack.
+	ErrInternal = errors.New("query: internal error")
 )
 
 // queryError carries a user-facing message and one sentinel kind.

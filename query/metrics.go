@@ -31,6 +31,7 @@ func (e *Engine) Collectors() []prometheus.Collector {
 		counter("apron_query_latest_file_read_aheads_total", "Persisted files of them read ahead, after a persist, for tables whose latest row per key queries needed files in the last 10 minutes.", func(s Stats) float64 { return float64(s.LatestFileReadAheads) }),
 		counter("apron_query_delete_files_read_total", "Persisted files a DELETE by rewrite read whole.", func(s Stats) float64 { return float64(s.DeleteFilesRead) }),
 		counter("apron_query_delete_files_skipped_total", "Persisted files a DELETE by rewrite did not read: outside its time bounds, or without a row it matches.", func(s Stats) float64 { return float64(s.DeleteFilesSkipped) }),
+		counter("apron_query_internal_errors_total", "Queries failed by an internal error (a bug: a panic as the query started, logged with its stack); their connections were closed, not reused.", func(s Stats) float64 { return float64(s.InternalErrors) }),
 		counter("apron_query_direct_scans_total", "Queries streamed straight from storage.", func(s Stats) float64 { return float64(s.DirectScans) }),
 		counter("apron_query_direct_scans_unprepared_total", "Direct scans with a WHERE streamed without a DuckDB Prepare: their shape (columns and table) was typed by DuckDB before.", func(s Stats) float64 { return float64(s.DirectUnprepared) }),
 		counter("apron_query_metadata_answers_total", "Queries (counts, time extremes) answered from metadata alone, without running DuckDB.", func(s Stats) float64 { return float64(s.MetaAnswers) }),

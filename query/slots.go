@@ -134,10 +134,10 @@ func (e *Engine) release(c *conn) {
 	// Once the engine closes no connection is reused: it is closed rather
 	// than rolled back (Drain's interrupts may fall on the ROLLBACK).
 	var err error
-	if !closing {
+	if !closing && !c.broken {
 		err = c.end()
 	}
-	if closing || err != nil {
+	if closing || c.broken || err != nil {
 		if err != nil {
 			// The connection's state is unknown: it is not reused.
 			e.log.Warn("ending a query's transaction failed; the connection is closed", "err", err)

@@ -1,0 +1,34 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// A bug in the code that starts a query (a direct scan's picking, a
+// pruning, a metadata answer: Go run in the caller's goroutine, with the
+// query's connection, slot and View held) must fail that query, not the
+// server, and must not leave what it held behind: a panic recovered by
+// gRPC's handler alone kept the connection's slot for good, so that
+// after --max-concurrent-queries of them every query waited in the
+// queue and timed out, and kept the View's segments in memory.
+//
+// recoverStart, deferred by start, turns a panic into an error of kind
+// ErrInternal and marks c broken: its DuckDB state (a transaction, a
+// prepared statement) is unknown, so release closes it instead of
+// reusing it. The caller releases c on the error, as on any other. The
+// stack goes to the log; the statement's text does not (it may carry
+// secrets in literals): system.queries shows it while it runs.
+func (e *Engine) recoverStart(c *conn, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	e.panics.Add(1)
+	e.log.Error("internal error starting a query: the query fails and its connection is closed; please report this with the stack",
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	c.broken = true
+	*err = newError(ErrInternal, "internal error starting the query (a bug, logged by the server with its stack): %v", r)
+}
