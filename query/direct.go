@@ -224,7 +224,7 @@ type directReader struct {
 // newDirectReader starts streaming d over view, which it releases when
 // done, as it calls the reader's onDone. false: the scan of a last-value
 // cache cannot be read directly; view is released.
-func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View) (_ *directReader, _ bool) {
+func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arrow.Schema, view *buffer.View) (*directReader, bool) {
 	var r *directReader
 	defer func() {
 		// A panic (a bug) lets go of the View before start recovers it

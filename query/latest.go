@@ -75,6 +75,11 @@ type latestPrune struct {
 	table   *catalog.Table
 	where   *directWhere
 	cut     *latestCut
+	// only, when not nil, are the key values the WHERE admits (key = 'v'
+	// beside bounds on time): rows of other values, and NULL keys, match
+	// nothing, so they need no later row for a chunk or a file to be
+	// left out, and are not picked.
+	only map[string]bool
 }
 
 // latestBudget bounds the work of a pruning (rows read and dictionary
@@ -84,28 +89,34 @@ const latestBudget = 1 << 26
 
 // latestOf returns the pruning of the statement tree, nil if its shape is
 // not the one above. exact is scanBounds'.
-func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[buffer.TableKey]timeBounds) *latestPrune {
+func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exactEq map[buffer.TableKey]timeBounds, equals map[buffer.TableKey]map[string][]string) *latestPrune {
 	node, t, sh, ok := oneTableSelect(tree, db, snap)
 	if !ok {
 		return nil
 	}
 	p := &latestPrune{key: lowerKey(t.Database, t.Name), exact: allTime}
+	var eq map[string][]string
 	if node["where_clause"] != nil {
-		// Bounds on time and nothing else: a table in exact.
+		// Bounds on time and nothing else (a table in exact), or those
+		// and equalities of the key column (in exactEq; checked once the
+		// key is known).
 		if p.exact, ok = exact[p.key]; !ok {
-			return nil
+			if p.exact, ok = exactEq[p.key]; !ok {
+				return nil
+			}
+			eq = equals[p.key]
 		}
 	}
 	groups, _ := node["group_expressions"].([]any)
 	sets, _ := node["group_sets"].([]any)
 	if len(groups) == 0 && len(sets) == 0 {
-		return latestDistinctOf(node, t, sh, p) // latest_distinct.go
+		return latestDistinctOf(node, t, sh, p, eq) // latest_distinct.go
 	}
 	if len(groups) != 1 || len(sets) > 1 {
 		return nil
 	}
 	g, col, ok := latestKeyColumn(sh, t, groups[0])
-	if !ok {
+	if !ok || !p.keyEquals(eq, g) {
 		return nil
 	}
 	sh.keys = map[string]bool{g: true}
@@ -146,11 +157,10 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 	}
 	// Answered from the latest rows (latest_direct.go) when the WHERE,
 	// if any, is bounds on time that a filtered direct scan understands
-	// (direct_where.go): the times it admits are then known exactly at
-	// each run.
+	// (direct_where.go), with equalities of the key or none: the times
+	// it admits are then known exactly at each run.
 	if w := node["where_clause"]; w != nil {
-		var ok bool
-		if p.where, ok = directWhereOf(w, &fromTable{table: t}, sh.alias, sh.table); !ok || len(p.where.equals) > 0 {
+		if !p.whereOf(w, t, sh) {
 			return p
 		}
 	}
@@ -166,6 +176,39 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact map[
 	}
 	p.project, p.table = project, t
 	return p
+}
+
+// whereOf reads the WHERE clause w of the query (of table t) into
+// p.where; false when it is not bounds on time, with equalities of the
+// key column (p.only) or none.
+func (p *latestPrune) whereOf(w any, t *catalog.Table, sh *shapeCheck) bool {
+	from, ok := newFromTable(t, sh.alias)
+	if !ok {
+		return false
+	}
+	if p.where, ok = directWhereOf(w, from, sh.alias, sh.table); !ok {
+		return false
+	}
+	return len(p.where.equals) == 0 || p.only != nil
+}
+
+// keyEquals takes eq, the WHERE's string equalities (nil: none), as the
+// key values p is of, g being the key column (lower-cased); false when
+// eq is of another column too (a row of a key value could then match
+// or not: its latest row is not the answer's).
+func (p *latestPrune) keyEquals(eq map[string][]string, g string) bool {
+	if eq == nil {
+		return true
+	}
+	vals, ok := eq[g]
+	if !ok || len(eq) != 1 {
+		return false
+	}
+	p.only = make(map[string]bool, len(vals)) // empty: x = 'a' AND x = 'b'
+	for _, v := range vals {
+		p.only[v] = true
+	}
+	return true
 }
 
 // latestKeyColumn is the key column e names (lower-cased, and as t
@@ -214,6 +257,7 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		}
 	}
 	b := newLatestBounds(hint)
+	b.only = p.only
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {
@@ -253,7 +297,7 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		if b.latest > f.MaxTime {
 			if ks := keysOf(f); ks != nil && ks.known {
 				b.work += len(ks.values) + fileLookCost
-				if (!ks.null || b.null > f.MaxTime) && b.coveredValues(ks.values, f.MaxTime) {
+				if (!ks.null || b.only != nil || b.null > f.MaxTime) && b.coveredValues(ks.values, f.MaxTime) {
 					outFiles[i] = true
 					nfiles++
 					continue
@@ -340,6 +384,8 @@ type latestBounds struct {
 	version   int   // changes with every raised bound
 	dictMemos map[dictID]*dictMemo
 	work      int
+	// only: latestPrune.only. Values not in it, and NULL, need no bound.
+	only map[string]bool
 }
 
 // dictID names a dictionary: the chunks of a partition share its memory
@@ -366,7 +412,7 @@ func newLatestBounds(hint int) *latestBounds {
 // bound after maxTime. When every value of its dictionary has one, the
 // rows are not read.
 func (b *latestBounds) covered(k latestKey, maxTime int64) bool {
-	if k.hasNull() && b.null <= maxTime {
+	if b.only == nil && k.hasNull() && b.null <= maxTime {
 		return false
 	}
 	if k.dict == nil || k.dict.Len() == 0 {
@@ -400,6 +446,9 @@ func (b *latestBounds) covered(k latestKey, maxTime int64) bool {
 // maxTime.
 func (b *latestBounds) coveredValues(values []string, maxTime int64) bool {
 	for _, v := range values {
+		if b.only != nil && !b.only[v] {
+			continue
+		}
 		if t, ok := b.bound[v]; !ok || t <= maxTime {
 			return false
 		}
@@ -421,7 +470,12 @@ func (b *latestBounds) memo(dict *array.String) *dictMemo {
 	}
 	m.version, m.least = b.version, math.MaxInt64
 	for i := range m.bounds {
-		v, ok := b.bound[dict.Value(i)]
+		s := dict.Value(i)
+		if b.only != nil && !b.only[s] {
+			m.bounds[i] = math.MaxInt64 // needs none
+			continue
+		}
+		v, ok := b.bound[s]
 		if !ok {
 			v = math.MinInt64
 		}

@@ -132,7 +132,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 			chunks = append(chunks, fr.chunk)
 		}
 	}
-	picks, ok := pickLatest(chunks, p.col, within)
+	picks, ok := pickLatest(chunks, p.col, within, p.only)
 	if !ok || !picksHold(chunks, picks, p.nonNull) {
 		return nil, false
 	}
@@ -191,10 +191,10 @@ type latestPick struct {
 }
 
 // pickLatest returns, for each key value of chunks' rows within within
-// (NULL included), its first row of the greatest time. ok false: a
-// chunk's key is not dictionary-encoded strings, or its times hold a
-// NULL.
-func pickLatest(chunks []buffer.Chunk, col string, within timeBounds) (_ []latestPick, ok bool) {
+// (NULL included), its first row of the greatest time; of the values of
+// only alone when it is not nil. ok false: a chunk's key is not
+// dictionary-encoded strings, or its times hold a NULL.
+func pickLatest(chunks []buffer.Chunk, col string, within timeBounds, only map[string]bool) (_ []latestPick, ok bool) {
 	hint := 0
 	for _, c := range chunks {
 		if k, ok := latestKeyOf(c.Rec, col); ok && k.dict != nil {
@@ -208,7 +208,16 @@ func pickLatest(chunks []buffer.Chunk, col string, within timeBounds) (_ []lates
 			return nil, false
 		}
 	}
-	return p.picks, true
+	if only == nil {
+		return p.picks, true
+	}
+	picks := make([]latestPick, 0, len(only))
+	for v := range only {
+		if i, ok := p.byValue[v]; ok {
+			picks = append(picks, p.picks[i])
+		}
+	}
+	return picks, true
 }
 
 // latestPicker picks each key value's first row of the greatest time

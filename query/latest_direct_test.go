@@ -107,6 +107,24 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT DISTINCT ON (host) * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY host, time DESC",
 		"SELECT DISTINCT ON (host) host, time FROM db.cpu ORDER BY host, time",
 	}
+	// Equalities of the key column beside the bounds: the latest rows of
+	// those values alone. Of another column: DuckDB, unpruned.
+	keyed := []string{
+		"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE host = 'h3' GROUP BY host",
+		fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE host = 'h0' AND time >= %s GROUP BY host", at(30*time.Minute)),
+		"SELECT host, max(time) FROM db.cpu WHERE 'h2' = host GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE host = 'nope' GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE host = 'h1' AND host = 'h2' GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE host = 'h1' AND host = 'h1' GROUP BY host",
+		"SELECT region, max(time), arg_max_null(host, time) FROM db.cpu WHERE region = 'r1' GROUP BY region",
+		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE host = 'h5' ORDER BY host, time DESC",
+		"SELECT host, max(time) AS t FROM db.cpu WHERE host = 'h6' GROUP BY host ORDER BY t DESC LIMIT 1",
+	}
+	keyedViaDuckDB := []string{
+		"SELECT host, max(time) FROM db.cpu WHERE region = 'r1' GROUP BY host",
+		"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE host = 'h1' AND region = 'r1' GROUP BY host",
+		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE region = 'r2' ORDER BY host, time DESC",
+	}
 	check := func(what string, qs []string, wantDirect bool) {
 		t.Helper()
 		for _, q := range qs {
@@ -137,10 +155,20 @@ func TestLatestDirect(t *testing.T) {
 	check("buffered", ordered, true)
 	check("buffered", distinctOn, true)
 	check("buffered", distinctViaDuckDB, false)
+	pruned := s.e.Stats().LatestChunks
+	check("buffered", keyed, true)
+	if s.e.Stats().LatestChunks == pruned {
+		t.Error("no chunk left out of the latest rows of one host")
+	}
+	check("buffered", keyedViaDuckDB, false)
 	// Where a host's newest row has no usage, arg_max answers an older
 	// row: DuckDB.
 	write(base+int64(time.Hour), int64(time.Minute), 2000, hosts(8), h3Null, true)
 	check("h3's newest usage NULL", withUsage, false)
+	// Only the picked rows of the values asked for must hold arg_max's
+	// column.
+	check("h3's newest usage NULL", []string{"SELECT host, arg_max(usage, time), max(time) FROM db.cpu WHERE host = 'h3' GROUP BY host"}, false)
+	check("h3's newest usage NULL", []string{"SELECT host, arg_max(usage, time), max(time) FROM db.cpu WHERE host = 'h4' GROUP BY host"}, true)
 	check("h3's newest usage NULL", distinctOn, true)
 	write(base+2*int64(time.Hour), int64(time.Minute), 2000, func(i int) any { return fmt.Sprintf("h%d", i%8) }, set, true)
 	write(base+2*int64(time.Hour)+int64(time.Minute), int64(time.Second), 50, func(int) any { return nil }, set, true)
@@ -172,6 +200,8 @@ func TestLatestDirect(t *testing.T) {
 		t.Errorf("files read for their latest rows after a second run: %d, want still %d", got, read)
 	}
 	check("h0 only in files", lowerOnly, true)
+	check("h0 only in files", keyed, true)
+	check("h0 only in files", keyedViaDuckDB, false)
 	check("h0 only in files, a file's rows past the upper bound", bounded, false)
 
 	// Nothing buffered: every row from the files.
@@ -183,6 +213,8 @@ func TestLatestDirect(t *testing.T) {
 	check("all persisted", distinctOn, true)
 	check("all persisted", distinctViaDuckDB, false)
 	check("all persisted", withUsage, true)
+	check("all persisted", keyed, true)
+	check("all persisted", keyedViaDuckDB, false)
 	check("all persisted, not projected", viaDuckDB, false)
 
 	// A file whose newest row of h3 has no usage: DuckDB.

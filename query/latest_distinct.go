@@ -22,7 +22,7 @@ import (
 
 // latestDistinctOf recognizes the DISTINCT ON form of node (a SELECT of
 // table t) into p; nil: not that form.
-func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *latestPrune) *latestPrune {
+func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *latestPrune, eq map[string][]string) *latestPrune {
 	mods, _ := node["modifiers"].([]any)
 	if len(mods) < 2 || len(mods) > 3 {
 		return nil
@@ -38,7 +38,7 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 		return nil
 	}
 	g, col, ok := latestKeyColumn(sh, t, targets[0])
-	if !ok {
+	if !ok || !p.keyEquals(eq, g) {
 		return nil
 	}
 	// ORDER BY the key (either way), then time DESC.
@@ -97,7 +97,7 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 		}
 	}
 	if w := node["where_clause"]; w != nil {
-		if p.where, ok = directWhereOf(w, &fromTable{table: t}, sh.alias, sh.table); !ok || len(p.where.equals) > 0 {
+		if !p.whereOf(w, t, sh) {
 			return p
 		}
 	}

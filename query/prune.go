@@ -113,7 +113,7 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 		if qs.direct == nil && err == nil {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
 			qs.newest = newestOf(a.tree, c.schema, exact, exactEq, equals)
-			qs.latest = latestOf(a.tree, c.schema, snap, exact)
+			qs.latest = latestOf(a.tree, c.schema, snap, exact, exactEq, equals)
 		}
 	}
 	if k, use, ok := lastValueShape(a.tree, c.schema, snap); ok {
