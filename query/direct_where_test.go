@@ -70,6 +70,10 @@ func TestFilteredDirectScan(t *testing.T) {
 		"SELECT * FROM db.m WHERE time > CAST('" + ts(5000) + "' AS TIMESTAMP_NS) AND time <= CAST('" + ts(5010) + "' AS TIMESTAMP_NS)",
 		"SELECT * FROM db.m m WHERE m.s = 'v3' AND m.time < '" + ts(100) + "'",
 		"SELECT * FROM db.m WHERE s = 'v3' AND s = 'v4'",
+		"SELECT * FROM db.m WHERE s IN ('v3', 'v4')",
+		"SELECT * FROM db.m WHERE s IN ('v3', 'v4', 'v3') AND s IN ('v4', 'v5')",
+		"SELECT * FROM db.m WHERE s IN ('v3', 'nope') AND u = 'z' AND time >= '" + ts(1234) + "'",
+		"SELECT * FROM db.m WHERE s IN ('v1') AND s = 'v2'",
 		"SELECT * FROM db.m WHERE s = 'nope'",
 		"SELECT * FROM db.m WHERE time > '2100-01-01'",
 		"SELECT * FROM db.m WHERE u = 'z'",
@@ -105,7 +109,11 @@ func TestFilteredDirectScan(t *testing.T) {
 	// Left to DuckDB: what the scan cannot evaluate exactly, or filter.
 	for _, sql := range []string{
 		"SELECT * FROM db.m WHERE s = 'v3' OR s = 'v4'",
-		"SELECT * FROM db.m WHERE s IN ('v3', 'v4')",
+		"SELECT * FROM db.m WHERE s IN ('v3', NULL)",
+		"SELECT * FROM db.m WHERE s IN ('v3', u)",
+		"SELECT * FROM db.m WHERE s NOT IN ('v3', 'v4')",
+		"SELECT * FROM db.m WHERE time IN ('" + ts(777) + "')",
+		"SELECT * FROM db.m WHERE a IN ('5')",
 		"SELECT * FROM db.m WHERE a = 5",
 		"SELECT * FROM db.m WHERE a = '5'",
 		"SELECT * FROM db.m WHERE time >= DATE '2024-03-01'",

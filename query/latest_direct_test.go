@@ -119,11 +119,17 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT region, max(time), arg_max_null(host, time) FROM db.cpu WHERE region = 'r1' GROUP BY region",
 		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE host = 'h5' ORDER BY host, time DESC",
 		"SELECT host, max(time) AS t FROM db.cpu WHERE host = 'h6' GROUP BY host ORDER BY t DESC LIMIT 1",
+		"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE host IN ('h1', 'h3', 'nope') GROUP BY host",
+		fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE host IN ('h0', 'h2') AND time < %s GROUP BY host ORDER BY host", at(5*time.Hour)),
+		"SELECT host, max(time) FROM db.cpu WHERE host IN ('h0', 'h2') AND host IN ('h2', 'h4') GROUP BY host",
+		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE host IN ('h5', 'h7') ORDER BY host DESC, time DESC",
 	}
 	keyedViaDuckDB := []string{
 		"SELECT host, max(time) FROM db.cpu WHERE region = 'r1' GROUP BY host",
 		"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE host = 'h1' AND region = 'r1' GROUP BY host",
 		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE region = 'r2' ORDER BY host, time DESC",
+		"SELECT host, max(time) FROM db.cpu WHERE host IN ('h1', region) GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE host NOT IN ('h1', 'h2') GROUP BY host",
 	}
 	check := func(what string, qs []string, wantDirect bool) {
 		t.Helper()

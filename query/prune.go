@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,9 +156,9 @@ type tableRef struct {
 	// string equalities of equals (partial without other: a row within
 	// the bounds matches if its columns hold the values of equals).
 	other bool
-	// equals are the string constants columns are compared equal with in
-	// the top-level AND, by lower-cased column name: a row whose column
-	// holds none of them cannot match.
+	// equals are the string constants columns are compared equal with
+	// (col = 'v', col IN ('v', 'w')) in the top-level AND, by lower-cased
+	// column name: a row whose column holds none of them cannot match.
 	equals map[string][]string
 }
 
@@ -452,9 +453,38 @@ func (w *walker) bounds(where any, alias, table string, r *tableRef) {
 		if op == "COMPARE_EQUAL" || strings.HasPrefix(op, "COMPARE_LESS") {
 			r.upper, r.upperStrict = append(r.upper, right), append(r.upperStrict, op == "COMPARE_LESSTHAN")
 		}
+	case "COMPARE_IN":
+		// col IN ('a', 'b'): a row matches if its col holds one of them,
+		// as equals says.
+		children, _ := x["children"].([]any)
+		r.partial = true
+		if len(children) < 2 || isTime(children[0]) || !r.addIn(children[0], children[1:], alias, table) {
+			r.other = true
+		}
 	default:
 		r.partial, r.other = true, true
 	}
+}
+
+// addIn records col IN (values) where col is a column of the table and
+// values are VARCHAR constants; it says whether it was.
+func (r *tableRef) addIn(col any, values []any, alias, table string) bool {
+	name, ok := columnOf(col, alias, table)
+	if !ok {
+		return false
+	}
+	vals := make([]string, 0, len(values))
+	for _, x := range values {
+		v, ok := varcharConstant(x)
+		if !ok {
+			return false
+		}
+		if !slices.Contains(vals, v) {
+			vals = append(vals, v)
+		}
+	}
+	r.addValues(name, vals)
+	return true
 }
 
 // addEqual records x = y where one is a column of the table (named by
@@ -471,24 +501,30 @@ func (r *tableRef) addEqual(x, y any, alias, table string) bool {
 			return false
 		}
 	}
+	r.addValues(col, []string{v})
+	return true
+}
+
+// addValues records that col must hold one of vals.
+func (r *tableRef) addValues(col string, vals []string) {
 	if r.equals == nil {
 		r.equals = map[string][]string{}
 	}
 	col = strings.ToLower(col)
 	if cur, ok := r.equals[col]; ok {
-		// Two equalities on one column: a row matches both only if it
-		// equals each; keeping the values in common keeps pruning sound.
+		// Two conditions on one column: a row matches both only if its
+		// value is among the values of each; keeping the values in
+		// common keeps pruning sound.
 		var both []string
 		for _, c := range cur {
-			if c == v {
+			if slices.Contains(vals, c) {
 				both = append(both, c)
 			}
 		}
 		r.equals[col] = both
-		return true
+		return
 	}
-	r.equals[col] = []string{v}
-	return true
+	r.equals[col] = vals
 }
 
 func columnOf(e any, alias, table string) (string, bool) {
