@@ -92,6 +92,7 @@ func TestNewestRows(t *testing.T) {
 			fmt.Sprintf("SELECT * FROM db.cpu WHERE host = '%s' ORDER BY time DESC LIMIT %d", h, n),
 			fmt.Sprintf("SELECT time, usage FROM db.cpu c WHERE '%s' = c.host ORDER BY c.time DESC LIMIT %d", h, n),
 			fmt.Sprintf("SELECT * FROM db.cpu WHERE HOST = '%s' AND host = '%s' ORDER BY time DESC LIMIT %d", h, h, n),
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE host IN ('%s', 'h9', 'h3') ORDER BY time DESC LIMIT %d", h, n),
 		)
 	}
 	for i, e := range edges {
@@ -99,11 +100,13 @@ func TestNewestRows(t *testing.T) {
 		n := []int{1, 10, 500, 3000}[i%4]
 		series = append(series,
 			fmt.Sprintf("SELECT * FROM db.cpu WHERE host = '%s' AND time <= %s ORDER BY time DESC LIMIT %d", h, lit(e), n),
-			fmt.Sprintf("SELECT time, host FROM db.cpu WHERE time < %s AND host = '%s' ORDER BY time DESC LIMIT %d", lit(e+1), h, n))
+			fmt.Sprintf("SELECT time, host FROM db.cpu WHERE time < %s AND host = '%s' ORDER BY time DESC LIMIT %d", lit(e+1), h, n),
+			fmt.Sprintf("SELECT time, host FROM db.cpu WHERE time < %s AND host IN ('h0', '%s') ORDER BY time DESC LIMIT %d", lit(e+1), h, n))
 	}
 	series = append(series,
 		"SELECT * FROM db.cpu WHERE host = 'h9' ORDER BY time DESC LIMIT 10",                 // no such series
 		"SELECT * FROM db.cpu WHERE host = 'h1' AND host = 'h2' ORDER BY time DESC LIMIT 10", // none can match
+		"SELECT * FROM db.cpu WHERE host IN ('h1', 'h2') AND host IN ('h3') ORDER BY time DESC LIMIT 10",
 	)
 	before = s.e.Stats()
 	for _, q := range series {
@@ -122,6 +125,8 @@ func TestNewestRows(t *testing.T) {
 		"SELECT * FROM db.cpu WHERE usage > 50 ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE host = 'h1' AND usage > 50 ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE host = 'h1' OR host = 'h2' ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host NOT IN ('h1', 'h2') ORDER BY time DESC LIMIT 10",
+		"SELECT * FROM db.cpu WHERE host IN ('h1', NULL) ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE host <> 'h1' ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE host = CAST(usage AS VARCHAR) ORDER BY time DESC LIMIT 10",
 		"SELECT * FROM db.cpu WHERE host = 'h1' ORDER BY time DESC LIMIT 10 OFFSET 3",
