@@ -36,15 +36,6 @@ import (
 // rows of the table's last-value cache (lastvalue.go) are streamed as the
 // cache holds them.
 
-// directHooks are called, when set, as a direct reader is built: a test
-// panics in them (TestPanicFailsQuery), as a bug would.
-type directHooks struct {
-	reader func(*directScan) // newDirectReader begins
-	built  func(*directScan) // the reader holds the View
-}
-
-var directTestHooks atomic.Pointer[directHooks]
-
 // directScan is the table and columns of a direct scan.
 type directScan struct {
 	table     *catalog.Table
@@ -238,7 +229,7 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 			panic(p)
 		}
 	}()
-	if h := directTestHooks.Load(); h != nil && h.reader != nil {
+	if h := panicTestHooks.Load(); h != nil && h.reader != nil {
 		h.reader(d)
 	}
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
@@ -256,7 +247,7 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 	}
 	r = &directReader{schema: schema, sub: arrow.NewSchema(subFields, nil), ctx: ctx, mem: e.scanMem, g: g}
 	r.refs.Store(1)
-	if h := directTestHooks.Load(); h != nil && h.built != nil {
+	if h := panicTestHooks.Load(); h != nil && h.built != nil {
 		h.built(d)
 	}
 	if d.lastValue {

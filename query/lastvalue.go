@@ -215,7 +215,7 @@ func (e *Engine) runLastValueFills(ctx context.Context, done chan<- struct{}) {
 			if c.Ready() {
 				continue
 			}
-			if err := e.fillLastValue(ctx, c); err != nil {
+			if err := e.guarded("filling a last-value cache", func() error { return e.fillLastValue(ctx, c) }); err != nil { // panics.go
 				if ctx.Err() != nil {
 					return
 				}
@@ -235,6 +235,9 @@ func (e *Engine) runLastValueFills(ctx context.Context, done chan<- struct{}) {
 // fillLastValue merges the latest rows per key of a View of the table
 // into c, and marks it ready if the table did not change meanwhile.
 func (e *Engine) fillLastValue(ctx context.Context, c *buffer.LastValueCache) error {
+	if h := panicTestHooks.Load(); h != nil && h.fill != nil {
+		h.fill()
+	}
 	def := c.Definition()
 	if t, ok := e.wb.Catalog().Table(def.Database, def.Table); !ok || t.ID != c.TableID() {
 		return nil // a newer cache replaces it

@@ -148,6 +148,10 @@ func (e *Engine) readAhead(ctx context.Context, f persist.File, col string, t *c
 	if _, kept := e.fileRows.peek(k); kept || !e.latestWarm.first(k) {
 		return
 	}
+	defer e.recoverBackground("reading ahead a file's latest rows") // panics.go
+	if h := panicTestHooks.Load(); h != nil && h.readAhead != nil {
+		h.readAhead()
+	}
 	_, read, err := e.fileRowsOf(ctx, f, col, t, false)
 	if err != nil {
 		e.log.Debug("reading ahead a file's latest rows failed; a query will read them", "file", f.Path, "err", err)

@@ -5,6 +5,7 @@ package query
 import (
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // A bug in the code that starts a query (a direct scan's picking, a
@@ -32,3 +33,43 @@ func (e *Engine) recoverStart(c *conn, err *error) {
 	c.broken = true
 	*err = newError(ErrInternal, "internal error starting the query (a bug, logged by the server with its stack): %v", r)
 }
+
+// The engine's background goroutines (the read-ahead of files' latest
+// rows, the fill of last-value caches) do what queries could do later or
+// by other means: a bug in a step of theirs (or a decoder's panic on a
+// damaged file) must not take down the server and every write in flight
+// with it. recoverBackground, deferred by such a step, logs the panic
+// with its stack and counts it; guarded returns it as the step's error
+// (the fill is retried).
+func (e *Engine) recoverBackground(what string) {
+	if r := recover(); r != nil {
+		e.panicked(what, r)
+	}
+}
+
+func (e *Engine) guarded(what string, step func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.panicked(what, r)
+			err = fmt.Errorf("internal error %s: %v", what, r)
+		}
+	}()
+	return step()
+}
+
+func (e *Engine) panicked(what string, r any) {
+	e.panics.Add(1)
+	e.log.Error("internal error "+what+"; please report this with the stack",
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+}
+
+// panicHooks are called, when set, where a test panics as a bug would
+// (TestPanicFailsQuery, TestPanicInReadAhead).
+type panicHooks struct {
+	reader    func(*directScan) // newDirectReader begins
+	built     func(*directScan) // the reader holds the View
+	readAhead func()            // a file's latest rows are read ahead
+	fill      func()            // a last-value cache is filled
+}
+
+var panicTestHooks atomic.Pointer[panicHooks]

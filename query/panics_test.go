@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,17 +28,17 @@ func TestPanicFailsQuery(t *testing.T) {
 	if direct == 0 {
 		t.Fatalf("%s was not a direct scan: the test would not reach its hooks", sql)
 	}
-	t.Cleanup(func() { directTestHooks.Store(nil) })
+	t.Cleanup(func() { panicTestHooks.Store(nil) })
 	boom := func(*directScan) { panic("boom") }
-	for _, h := range []directHooks{{reader: boom}, {built: boom}} {
-		directTestHooks.Store(&h)
+	for _, h := range []panicHooks{{reader: boom}, {built: boom}} {
+		panicTestHooks.Store(&h)
 		for i := range 5 {
 			_, _, err := collect(s.e.Query(context.Background(), sql, ""))
 			if !errors.Is(err, ErrInternal) {
 				t.Fatalf("query %d with a panic: got %v, want ErrInternal", i, err)
 			}
 		}
-		directTestHooks.Store(nil)
+		panicTestHooks.Store(nil)
 		for range 5 {
 			equalRows(t, sql+" after the panics", s.query(sql, ""), want)
 		}
@@ -57,5 +58,63 @@ func TestPanicFailsQuery(t *testing.T) {
 	s.waitReleased(t, 1)
 	if got := s.query("SELECT count(*) FROM db.cpu WHERE host = 'late'", ""); len(got) != 1 || got[0] != "10" {
 		t.Errorf("rows written after the panics: %v", got)
+	}
+}
+
+// TestPanicInReadAhead: a panic reading a file's latest rows ahead is
+// logged and counted, and the file is left to the next query, which
+// reads it; the server goes on.
+func TestPanicInReadAhead(t *testing.T) {
+	s, ref, _, write := cpuStore(t, Config{}, 12)
+	host := func(i int) any { return fmt.Sprintf("h%d", i%10) }
+	usage := func(int, any) any { return 1.0 }
+	const q = "SELECT host, max(time), arg_max(usage, time) FROM db.cpu GROUP BY host"
+	write(base, int64(time.Hour), 3000, host, usage, true)
+	s.roll()
+	s.waitReleased(t, 1)
+	equalRows(t, "one file", sorted(s.query(q, "")), sorted(ref.query(q))) // wants the table's next files
+	write(base+int64(2*time.Hour), int64(time.Hour), 3000, host, usage, true)
+	s.roll()
+	s.waitReleased(t, 2)
+	t.Cleanup(func() { panicTestHooks.Store(nil) })
+	panicTestHooks.Store(&panicHooks{readAhead: func() { panic("boom") }})
+	s.e.warmLatest(context.Background())
+	panicTestHooks.Store(nil)
+	st := s.e.Stats()
+	if st.InternalErrors != 1 || st.LatestFileReadAheads != 0 {
+		t.Fatalf("after a panic reading ahead: %d internal errors, %d files read ahead; want 1, 0", st.InternalErrors, st.LatestFileReadAheads)
+	}
+	reads := st.LatestFileReads
+	equalRows(t, "two files", sorted(s.query(q, "")), sorted(ref.query(q)))
+	if got := s.e.Stats().LatestFileReads - reads; got != 1 {
+		t.Errorf("the query after the failed read-ahead read %d files, want 1", got)
+	}
+}
+
+// TestPanicInFill: a panic filling a last-value cache is logged and
+// counted, and the fill is tried again: the cache gets ready, and
+// answers as the table does.
+func TestPanicInFill(t *testing.T) {
+	s, ref, _, write := cpuStore(t, Config{}, 13)
+	write(base, int64(time.Hour), 2000, func(i int) any { return fmt.Sprintf("h%d", i%10) }, func(int, any) any { return 1.0 }, true)
+	var panicked atomic.Bool
+	t.Cleanup(func() { panicTestHooks.Store(nil) })
+	panicTestHooks.Store(&panicHooks{fill: func() {
+		if panicked.CompareAndSwap(false, true) {
+			panic("boom")
+		}
+	}})
+	if err := s.exec("CREATE LAST VALUE CACHE ON db.cpu (host)"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReady("db", "cpu")
+	if !panicked.Load() || s.e.Stats().InternalErrors != 1 {
+		t.Fatalf("panicked %v, %d internal errors; want a panic counted", panicked.Load(), s.e.Stats().InternalErrors)
+	}
+	const q = "SELECT host, max(time), arg_max(usage, time) FROM db.cpu GROUP BY host"
+	uses := s.e.Stats().LastValueUses
+	equalRows(t, "from the cache", sorted(s.query(q, "")), sorted(ref.query(q)))
+	if s.e.Stats().LastValueUses == uses {
+		t.Error("the query did not read the cache")
 	}
 }
