@@ -24,18 +24,58 @@ import (
 // gives each body back to bodies once the last array over it is released,
 // so the next one reuses warm memory. Bodies read another way are left to
 // the garbage collector, as gRPC's would be.
+//
+// Replies are marshalled as gRPC's codec does, but into buffers of the
+// server's pool (framePool) rather than gRPC's default pool, which the
+// codec uses whatever the server's pool is and which zeroes each buffer
+// it hands out, whole: a reply of more than 32 KiB (one host's last 10
+// minutes, 694 rows) came in a 1 MiB buffer zeroed for it, 6.8% of the
+// server's CPU in a loop of that query. Marshalling writes the reply's
+// every byte, so nothing is left to zero for.
 type bodyCodec struct {
 	base   encoding.CodecV2
 	bodies *buffer.Recycler
+	pool   mem.BufferPool
 }
 
-func newBodyCodec(bodies *buffer.Recycler) bodyCodec {
-	return bodyCodec{base: encoding.GetCodecV2(grpcproto.Name), bodies: bodies}
+func newBodyCodec(bodies *buffer.Recycler, pool mem.BufferPool) bodyCodec {
+	return bodyCodec{base: encoding.GetCodecV2(grpcproto.Name), bodies: bodies, pool: pool}
 }
 
 func (bodyCodec) Name() string { return grpcproto.Name }
 
-func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+// Marshal is gRPC's codecV2.Marshal with c.pool.
+func (c bodyCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return c.base.Marshal(v) // a protoadapt V1 message: gRPC's way
+	}
+	// Size first: UseCachedSize reuses it (the message is not changed
+	// meanwhile).
+	size := proto.Size(m)
+	opts := proto.MarshalOptions{UseCachedSize: true}
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := opts.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	buf := c.pool.Get(size)
+	out, err := opts.MarshalAppend((*buf)[:0], m)
+	if err != nil {
+		c.pool.Put(buf)
+		return nil, err
+	}
+	if len(out) != size || (size > 0 && &out[0] != &(*buf)[0]) {
+		// Not written in place (the size changed under us): the pool's
+		// buffer goes back, the new slice is sent.
+		c.pool.Put(buf)
+		return mem.BufferSlice{mem.SliceBuffer(out)}, nil
+	}
+	*buf = out
+	return mem.BufferSlice{mem.NewBuffer(buf, c.pool)}, nil
+}
 
 func (c bodyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	fd, ok := v.(*flight.FlightData)

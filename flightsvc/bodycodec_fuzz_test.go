@@ -35,7 +35,7 @@ func FuzzBodyCodec(f *testing.F) {
 	}
 	f.Add([]byte{0xc2, 0x3e, 0xff, 0xff, 0xff, 0xff, 0x0f}, uint8(1)) // a 4 GiB body length
 	rec := buffer.NewRecycler(memory.NewGoAllocator())
-	c := newBodyCodec(rec)
+	c := newBodyCodec(rec, &framePool{})
 	f.Fuzz(func(t *testing.T, wire []byte, piece uint8) {
 		var want flight.FlightData
 		protoErr := proto.Unmarshal(wire, &want)

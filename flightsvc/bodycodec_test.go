@@ -38,7 +38,7 @@ func TestBodyCodec(t *testing.T) {
 
 func testBodyCodec(t *testing.T, piece int) {
 	rec := buffer.NewRecycler(memory.NewGoAllocator())
-	c := newBodyCodec(rec)
+	c := newBodyCodec(rec, &framePool{})
 	want := &flight.FlightData{
 		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"db", "t"}},
 		DataHeader:       []byte("header"),
@@ -113,5 +113,51 @@ func testBodyCodec(t *testing.T, piece int) {
 	prWire, _ := proto.Marshal(&flight.PutResult{AppMetadata: []byte("x")})
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(prWire)}, &pr); err != nil || string(pr.AppMetadata) != "x" {
 		t.Fatalf("PutResult: %v %q", err, pr.AppMetadata)
+	}
+}
+
+// TestBodyCodecMarshal: replies marshal as protobuf marshals them, small
+// ones into a slice of their own, larger ones into a buffer of the
+// codec's pool that was not zeroed for them (a buffer put back dirty is
+// handed out again, every byte overwritten).
+func TestBodyCodecMarshal(t *testing.T) {
+	pool := &framePool{}
+	c := newBodyCodec(buffer.NewRecycler(memory.NewGoAllocator()), pool)
+	for _, n := range []int{0, 10, 40 << 10, 700 << 10, 3 << 20} {
+		msg := &flight.FlightData{DataHeader: []byte("header"), DataBody: bytes.Repeat([]byte{byte(n)}, n)}
+		want, err := proto.Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 3 {
+			got, err := c.Marshal(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := got.Materialize(); !bytes.Equal(b, want) {
+				t.Fatalf("%d-byte body, round %d: marshalled %d bytes unlike protobuf's %d", n, round, len(b), len(want))
+			}
+			if len(got) == 1 && n >= 40<<10 && n < 1<<20 {
+				if c := cap(got[0].ReadOnlyData()); c&(c-1) != 0 {
+					t.Errorf("%d-byte body: a buffer of capacity %d, not of the pool", n, c)
+				}
+			}
+			// Dirty it before it goes back: the next round must not
+			// see these bytes.
+			for _, b := range got {
+				d := b.ReadOnlyData()
+				for i := range d {
+					d[i] = 0xEE
+				}
+			}
+			got.Free()
+		}
+	}
+	var desc flight.FlightDescriptor
+	if _, err := c.Marshal(&desc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Marshal(struct{}{}); err == nil {
+		t.Fatal("a value that is no message marshalled")
 	}
 }

@@ -38,14 +38,15 @@ func NewGRPCServer(svc *Service, opts ...grpc.ServerOption) (*grpc.Server, *heal
 	// Go memory underneath, so a body never given back is just garbage.
 	bodies := buffer.NewRecycler(memory.DefaultAllocator)
 	svc.bodies = bodies
+	frames := &framePool{}
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
 		// The request id and the call's log line and metrics first, so
 		// that a refused call has them too; then authentication: a
 		// refused call reaches nothing else.
 		grpc.ChainUnaryInterceptor(callUnary, authUnary, unary), grpc.ChainStreamInterceptor(callStream, authStream, stream),
-		grpc.ForceServerCodecV2(newBodyCodec(bodies)),
-		experimental.BufferPool(&framePool{}),
+		grpc.ForceServerCodecV2(newBodyCodec(bodies, frames)),
+		experimental.BufferPool(frames),
 		// Calls run on long-lived goroutines whose stacks have already
 		// grown (a call's interceptors, Flight SQL handler and cgo calls
 		// into DuckDB need tens of KiB): a new goroutine per call spent
