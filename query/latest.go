@@ -24,9 +24,11 @@ import (
 //
 // (key one string column; the list may hold the key, constants, max(time)
 // and arg_max / max_by / arg_max_null(col, time); ORDER BY and LIMIT of
-// the groups allowed; a WHERE of bounds on time only, or none) needs,
-// for each value of key, only its rows of the greatest time. QuestDB answers it with LATEST ON, InfluxDB 3
-// with a last-value cache; DuckDB's aggregate reads every row. Its scan
+// the groups allowed; a WHERE of bounds on time, and of equalities of
+// the key (key = 'v', key IN ('v', 'w')), or none) needs, for each value
+// of key, only its rows of the greatest time. QuestDB answers it with
+// LATEST ON, InfluxDB 3 with a last-value cache; DuckDB's aggregate reads
+// every row. Its scan
 // hands it fewer: chunks are taken newest first (by their greatest
 // time), and a chunk whose rows all match for certain (within the
 // WHERE's exact bounds, scanBounds, and no retention cutoff among them)

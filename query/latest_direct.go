@@ -23,7 +23,8 @@ import (
 // arg_max (or max_by, arg_max_null) of columns by time, has no WHERE or
 // one of bounds on time that a filtered direct scan understands
 // (direct_where.go: constants, now() ± whole intervals, evaluated from
-// the Go clock), and no ORDER BY or one of the key or max(time), with or
+// the Go clock), with or without equalities of the key (only the rows
+// of those values are picked: latestPrune.only), and no ORDER BY or one of the key or max(time), with or
 // without LIMIT (latest_order.go), its answer is, for each key value,
 // one row of the greatest time within the bounds, sorted and cut: what a
 // last-value cache of one row per key holds, and what lastvalue.go

@@ -17,7 +17,8 @@ import (
 // (no arg_max skips them). Its answer depends only on each value's
 // latest row, as the GROUP BY form's (latest.go): it is pruned the same
 // way and, when the select list is * or columns of the table and the
-// WHERE bounds on time or none, picked without DuckDB
+// WHERE bounds on time and equalities of the key, or none, picked
+// without DuckDB
 // (latest_direct.go), in the key's order (latest_order.go).
 
 // latestDistinctOf recognizes the DISTINCT ON form of node (a SELECT of
