@@ -99,6 +99,13 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT DISTINCT ON (host) host, usage, time FROM db.cpu ORDER BY host DESC NULLS FIRST, time DESC LIMIT 4",
 		"SELECT DISTINCT ON (region) time, region FROM db.cpu ORDER BY region, time DESC OFFSET 1",
 		fmt.Sprintf("SELECT DISTINCT ON (host) * FROM db.cpu WHERE time >= %s ORDER BY host, time DESC", at(30*time.Minute)),
+		// Plain DISTINCT of the key: its values, NULL included.
+		"SELECT DISTINCT host FROM db.cpu",
+		"SELECT DISTINCT host FROM db.cpu ORDER BY host",
+		"SELECT DISTINCT region AS r FROM db.cpu ORDER BY r DESC NULLS FIRST LIMIT 2",
+		fmt.Sprintf("SELECT DISTINCT c.host FROM db.cpu c WHERE c.time >= %s ORDER BY 1 LIMIT 3 OFFSET 1", at(30*time.Minute)),
+		"SELECT DISTINCT host FROM db.cpu WHERE host IN ('h1', 'h2', 'nope')",
+		fmt.Sprintf("SELECT DISTINCT host FROM db.cpu WHERE time > %s", at(100*time.Hour)),
 	}
 	distinctViaDuckDB := []string{
 		"SELECT DISTINCT ON (host) host, usage * 2 AS u FROM db.cpu ORDER BY host, time DESC",
@@ -106,6 +113,10 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT DISTINCT ON (host) host, count(*) OVER () AS n FROM db.cpu ORDER BY host, time DESC",
 		"SELECT DISTINCT ON (host) * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY host, time DESC",
 		"SELECT DISTINCT ON (host) host, time FROM db.cpu ORDER BY host, time",
+		"SELECT DISTINCT host, region FROM db.cpu",
+		"SELECT DISTINCT host FROM db.cpu WHERE usage > 50",
+		"SELECT DISTINCT lower(host) FROM db.cpu",
+		"SELECT DISTINCT host FROM db.cpu ORDER BY lower(host)",
 	}
 	// Equalities of the key column beside the bounds: the latest rows of
 	// those values alone. Of another column: DuckDB, unpruned.

@@ -18,22 +18,34 @@ import (
 // latest row, as the GROUP BY form's (latest.go): it is pruned the same
 // way and, when the select list is * or columns of the table and the
 // WHERE bounds on time and equalities of the key, or none, picked
-// without DuckDB
-// (latest_direct.go), in the key's order (latest_order.go).
+// without DuckDB (latest_direct.go), in the key's order
+// (latest_order.go).
+//
+// So is SELECT DISTINCT key FROM … (latestValuesOf): the values of key
+// are those of its latest rows.
 
 // latestDistinctOf recognizes the DISTINCT ON form of node (a SELECT of
-// table t) into p; nil: not that form.
+// table t), or the plain DISTINCT of the key, into p; nil: neither.
 func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *latestPrune, eq map[string][]string) *latestPrune {
 	mods, _ := node["modifiers"].([]any)
-	if len(mods) < 2 || len(mods) > 3 {
+	if len(mods) == 0 || len(mods) > 3 {
 		return nil
 	}
 	dm, _ := mods[0].(map[string]any)
-	om, _ := mods[1].(map[string]any)
-	if dm == nil || om == nil || dm["type"] != "DISTINCT_MODIFIER" || om["type"] != "ORDER_MODIFIER" {
+	if dm == nil || dm["type"] != "DISTINCT_MODIFIER" {
 		return nil
 	}
 	targets, _ := dm["distinct_on_targets"].([]any)
+	if len(targets) == 0 {
+		return latestValuesOf(node, t, sh, p, eq, mods[1:])
+	}
+	if len(mods) < 2 {
+		return nil
+	}
+	om, _ := mods[1].(map[string]any)
+	if om == nil || om["type"] != "ORDER_MODIFIER" {
+		return nil
+	}
 	orders, _ := om["orders"].([]any)
 	if len(targets) != 1 || len(orders) != 2 {
 		return nil
@@ -124,4 +136,41 @@ func orderDirection(om map[string]any) (latestOrder, bool) {
 		return latestOrder{}, false
 	}
 	return lo, true
+}
+
+// latestValuesOf recognizes SELECT DISTINCT key FROM t [WHERE …]
+// [ORDER BY key] [LIMIT n] (rest: the modifiers after DISTINCT), the
+// values of a tag a dashboard lists in its drop-down: the key values of
+// the latest rows per key, NULL included as DISTINCT keeps it, pruned
+// and picked as those (one output column, the key; nothing to hold for
+// arg_max). nil: not that form.
+func latestValuesOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *latestPrune, eq map[string][]string, rest []any) *latestPrune {
+	list, _ := node["select_list"].([]any)
+	if len(list) != 1 {
+		return nil
+	}
+	g, col, ok := latestKeyColumn(sh, t, list[0])
+	if !ok || !p.keyEquals(eq, g) {
+		return nil
+	}
+	sh.keys = map[string]bool{g: true}
+	p.col = col
+	if w := node["where_clause"]; w != nil {
+		if !p.whereOf(w, t, sh) {
+			return p
+		}
+	}
+	i, ok := columnIndex(t, g)
+	if !ok {
+		return p
+	}
+	project := []int{i}
+	var cut *latestCut
+	if len(rest) > 0 {
+		if cut, ok = latestCutOf(rest, sh, list, project, t, col); !ok {
+			return p
+		}
+	}
+	p.project, p.table, p.cut = project, t, cut
+	return p
 }
