@@ -74,7 +74,7 @@ func TestDirectScan(t *testing.T) {
 	}
 	// Not direct scans: anything DuckDB must compute.
 	for _, sql := range []string{
-		"SELECT * FROM db.m LIMIT 3", "SELECT a + 1 FROM db.m", "SELECT DISTINCT s FROM db.m",
+		"SELECT * FROM db.m LIMIT 3", "SELECT a + 1 FROM db.m", "SELECT DISTINCT a FROM db.m", "SELECT DISTINCT s, a FROM db.m",
 		"SELECT * FROM db.m ORDER BY time", "SELECT count(*) FROM db.m", "SELECT * FROM system.tables",
 		"WITH c AS (SELECT * FROM db.m) SELECT * FROM c", "SELECT * FROM db.m JOIN db.m AS n USING (time)", "SELECT * EXCLUDE (a) FROM db.m",
 	} {
