@@ -286,6 +286,11 @@ func TestSQLOracle(t *testing.T) {
 			count(DISTINCT host), count(DISTINCT host || '/' || region), min(time), max(time) FROM metrics.cpu`, false},
 		{`SELECT host, region, count(*), sum(usage_user), avg(usage_system), min(idle), max(idle), sum(idle), avg(temp),
 			min(time), max(time) FROM metrics.cpu GROUP BY host, region`, false},
+		// A tag's values, and the latest row of some hosts: picked in Go.
+		{"SELECT DISTINCT region FROM metrics.cpu ORDER BY region NULLS FIRST", true},
+		{"SELECT DISTINCT host FROM metrics.cpu WHERE time < " + tsLiteral(day2), false},
+		{`SELECT host, max(time), arg_max(usage_user, time) FROM metrics.cpu WHERE host IN ('host-01', 'host-03', 'nope')
+			GROUP BY host ORDER BY host`, true},
 		{`SELECT time_bucket(INTERVAL '5 minutes', time) AS b, region, count(*), avg(usage_user), max(usage_system)
 			FROM metrics.cpu GROUP BY ALL`, false},
 		{`SELECT date_trunc('hour', time) AS h, count(*), sum(idle), count(DISTINCT host), avg(temp)
