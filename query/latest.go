@@ -117,12 +117,10 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 	if len(groups) != 1 || len(sets) > 1 {
 		return nil
 	}
-	g, col, ok := latestKeyColumn(sh, t, groups[0])
-	if !ok || !p.keyEquals(eq, g) {
+	g, ok := p.keyOf(sh, t, groups[0], eq)
+	if !ok {
 		return nil
 	}
-	sh.keys = map[string]bool{g: true}
-	p.col = col
 	list, _ := node["select_list"].([]any)
 	for _, x := range list {
 		m, _ := x.(map[string]any)
@@ -172,7 +170,7 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 	}
 	if len(mods) > 0 {
 		var ok bool
-		if p.cut, ok = latestCutOf(mods, sh, list, project, t, col); !ok {
+		if p.cut, ok = latestCutOf(mods, sh, list, project, t, p.col); !ok {
 			return p
 		}
 	}
@@ -192,6 +190,19 @@ func (p *latestPrune) whereOf(w any, t *catalog.Table, sh *shapeCheck) bool {
 		return false
 	}
 	return len(p.where.equals) == 0 || p.only != nil
+}
+
+// keyOf takes e, a string column, as p's key (p.col, and sh.keys)
+// with eq, the WHERE's string equalities (keyEquals); g is its
+// lower-cased name. false: e is no key p can have.
+func (p *latestPrune) keyOf(sh *shapeCheck, t *catalog.Table, e any, eq map[string][]string) (g string, ok bool) {
+	g, col, ok := latestKeyColumn(sh, t, e)
+	if !ok || !p.keyEquals(eq, g) {
+		return "", false
+	}
+	sh.keys = map[string]bool{g: true}
+	p.col = col
+	return g, true
 }
 
 // keyEquals takes eq, the WHERE's string equalities (nil: none), as the

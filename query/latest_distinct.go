@@ -50,8 +50,8 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 	if len(targets) != 1 || len(orders) != 2 {
 		return nil
 	}
-	g, col, ok := latestKeyColumn(sh, t, targets[0])
-	if !ok || !p.keyEquals(eq, g) {
+	g, ok := p.keyOf(sh, t, targets[0], eq)
+	if !ok {
 		return nil
 	}
 	// ORDER BY the key (either way), then time DESC.
@@ -75,8 +75,6 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 			return nil
 		}
 	}
-	sh.keys = map[string]bool{g: true}
-	p.col = col
 	// The select list: * or columns of the table, each the latest row's.
 	// Nothing else, not even to prune: an expression may read every row
 	// (count(*) OVER () is computed before DISTINCT ON keeps one).
@@ -149,12 +147,10 @@ func latestValuesOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *la
 	if len(list) != 1 {
 		return nil
 	}
-	g, col, ok := latestKeyColumn(sh, t, list[0])
-	if !ok || !p.keyEquals(eq, g) {
+	g, ok := p.keyOf(sh, t, list[0], eq)
+	if !ok {
 		return nil
 	}
-	sh.keys = map[string]bool{g: true}
-	p.col = col
 	if w := node["where_clause"]; w != nil {
 		if !p.whereOf(w, t, sh) {
 			return p
@@ -167,7 +163,7 @@ func latestValuesOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *la
 	project := []int{i}
 	var cut *latestCut
 	if len(rest) > 0 {
-		if cut, ok = latestCutOf(rest, sh, list, project, t, col); !ok {
+		if cut, ok = latestCutOf(rest, sh, list, project, t, p.col); !ok {
 			return p
 		}
 	}
