@@ -197,7 +197,7 @@ type Engine struct {
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
 	deleteFilesRead, deleteFilesSkipped atomic.Int64
 	lastValueUses                       atomic.Int64 // scans fed from a last-value cache
-	panics                              atomic.Int64 // queries failed by a panic while starting (panics.go)
+	panics                              atomic.Int64 // panics recovered: queries failed as they started, background steps (panics.go)
 	// stopFills ends the goroutine that fills last-value caches;
 	// fillsDone is closed when it has returned.
 	stopFills context.CancelFunc
@@ -512,8 +512,9 @@ type Stats struct {
 	// persist, for the tables whose queries needed files
 	// (latest_file_warm.go).
 	LatestFileReadAheads int64
-	// InternalErrors are the queries a panic (a bug) failed as they
-	// started (panics.go).
+	// InternalErrors are the panics (bugs) recovered: queries failed as
+	// they started, steps of the background work skipped or retried
+	// (panics.go).
 	InternalErrors int64
 	// Persisted files a DELETE by rewrite read whole, and those it did
 	// not: outside its condition's time bounds, or without a row it

@@ -64,7 +64,7 @@ func (e *Engine) panicked(what string, r any) {
 }
 
 // panicHooks are called, when set, where a test panics as a bug would
-// (TestPanicFailsQuery, TestPanicInReadAhead).
+// (TestPanicFailsQuery, TestPanicInReadAhead, TestPanicInFill).
 type panicHooks struct {
 	reader    func(*directScan) // newDirectReader begins
 	built     func(*directScan) // the reader holds the View
