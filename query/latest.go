@@ -71,8 +71,9 @@ type latestPrune struct {
 	// project, when set, is the table column each output column is of
 	// the one row of each key, which then is the answer: a query
 	// selecting the key, max(time) and arg_max(col, time) only, with no
-	// WHERE or one of bounds on time alone (where), and no ORDER BY or
-	// LIMIT or those of cut (latest_direct.go, latest_order.go).
+	// WHERE or one of bounds on time and values of the key (where,
+	// only), and no ORDER BY or LIMIT or those of cut (latest_direct.go,
+	// latest_order.go).
 	project []int
 	table   *catalog.Table
 	where   *directWhere

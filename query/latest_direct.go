@@ -24,8 +24,9 @@ import (
 // one of bounds on time that a filtered direct scan understands
 // (direct_where.go: constants, now() ± whole intervals, evaluated from
 // the Go clock), with or without equalities of the key (only the rows
-// of those values are picked: latestPrune.only), and no ORDER BY or one of the key or max(time), with or
-// without LIMIT (latest_order.go), its answer is, for each key value,
+// of those values are picked: latestPrune.only), and no ORDER BY or one
+// of the key or max(time), with or without LIMIT (latest_order.go), its
+// answer is, for each key value,
 // one row of the greatest time within the bounds, sorted and cut: what a
 // last-value cache of one row per key holds, and what lastvalue.go
 // streams from one (lastValueUse.project). Without a cache, those rows

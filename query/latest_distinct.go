@@ -116,26 +116,6 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 	return p
 }
 
-// orderDirection is an ORDER BY item's direction and NULLs' place.
-func orderDirection(om map[string]any) (latestOrder, bool) {
-	var lo latestOrder
-	switch om["type"] {
-	case "ASCENDING", "ORDER_DEFAULT":
-	case "DESCENDING":
-		lo.desc = true
-	default:
-		return latestOrder{}, false
-	}
-	switch om["null_order"] {
-	case "NULLS LAST", "ORDER_DEFAULT":
-	case "NULLS FIRST":
-		lo.nullsFirst = true
-	default:
-		return latestOrder{}, false
-	}
-	return lo, true
-}
-
 // latestValuesOf recognizes SELECT DISTINCT key FROM t [WHERE …]
 // [ORDER BY key] [LIMIT n] (rest: the modifiers after DISTINCT), the
 // values of a tag a dashboard lists in its drop-down: the key values of

@@ -86,7 +86,7 @@ func latestOrderOf(o any, sh *shapeCheck, list []any, project []int, t *catalog.
 	if om == nil {
 		return latestOrder{}, false
 	}
-	lo, ok := orderDirection(om) // latest_distinct.go
+	lo, ok := orderDirection(om)
 	if !ok {
 		return latestOrder{}, false
 	}
@@ -133,6 +133,26 @@ func latestOrderOf(o any, sh *shapeCheck, list []any, project []int, t *catalog.
 	case key:
 		lo.byKey = true
 	case buffer.TimeColumn:
+	default:
+		return latestOrder{}, false
+	}
+	return lo, true
+}
+
+// orderDirection is an ORDER BY item's direction and NULLs' place.
+func orderDirection(om map[string]any) (latestOrder, bool) {
+	var lo latestOrder
+	switch om["type"] {
+	case "ASCENDING", "ORDER_DEFAULT":
+	case "DESCENDING":
+		lo.desc = true
+	default:
+		return latestOrder{}, false
+	}
+	switch om["null_order"] {
+	case "NULLS LAST", "ORDER_DEFAULT":
+	case "NULLS FIRST":
+		lo.nullsFirst = true
 	default:
 		return latestOrder{}, false
 	}

@@ -31,7 +31,7 @@ func (e *Engine) recoverStart(c *conn, err *error) {
 	e.log.Error("internal error starting a query: the query fails and its connection is closed; please report this with the stack",
 		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	c.broken = true
-	*err = newError(ErrInternal, "internal error starting the query (a bug, logged by the server with its stack): %v", r)
+	*err = newError(ErrInternal, "internal error starting the query (a bug, logged by the server with its stack): %v; the query may be retried, and if it fails again, please report it with the server's log", r)
 }
 
 // The engine's background goroutines (the read-ahead of files' latest

@@ -5,7 +5,6 @@ package query
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -41,7 +40,7 @@ import (
 // pqNarrow is what a scan's query lets its files' row groups be narrowed
 // by.
 type pqNarrow struct {
-	want   map[string][]string // tableRef.equals: column (lower-cased) → values
+	want   map[string][]string // tableRef.equals: column (lower-cased) → values, sorted
 	bounds timeBounds
 }
 
@@ -191,7 +190,7 @@ func leadRange(rg *file.RowGroupReader, u pqUnit, idx *rgIndex, leaf int, nullab
 	match := func(v uint32) bool {
 		if !checked[v] {
 			checked[v] = true
-			matches[v] = slices.Contains(want, string(c.strs.value(v)))
+			matches[v] = hasValue(want, string(c.strs.value(v)))
 		}
 		return matches[v]
 	}

@@ -473,15 +473,13 @@ func (r *tableRef) addIn(col any, values []any, alias, table string) bool {
 	if !ok {
 		return false
 	}
-	vals := make([]string, 0, len(values))
-	for _, x := range values {
+	vals := make([]string, len(values))
+	for i, x := range values {
 		v, ok := varcharConstant(x)
 		if !ok {
 			return false
 		}
-		if !slices.Contains(vals, v) {
-			vals = append(vals, v)
-		}
+		vals[i] = v
 	}
 	r.addValues(name, vals)
 	return true
@@ -505,11 +503,18 @@ func (r *tableRef) addEqual(x, y any, alias, table string) bool {
 	return true
 }
 
-// addValues records that col must hold one of vals.
+// addValues records that col must hold one of vals (sorted here).
+//
+// The values of equals are kept sorted and without duplicates, and
+// looked up by hasValue: an IN list may hold a hundred thousand of them
+// (a statement of up to maxSQLBytes), and a scan looks up every value of
+// a dictionary, or every row of plain strings.
 func (r *tableRef) addValues(col string, vals []string) {
 	if r.equals == nil {
 		r.equals = map[string][]string{}
 	}
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
 	col = strings.ToLower(col)
 	if cur, ok := r.equals[col]; ok {
 		// Two conditions on one column: a row matches both only if its
@@ -517,7 +522,7 @@ func (r *tableRef) addValues(col string, vals []string) {
 		// common keeps pruning sound.
 		var both []string
 		for _, c := range cur {
-			if slices.Contains(vals, c) {
+			if hasValue(vals, c) {
 				both = append(both, c)
 			}
 		}
@@ -525,6 +530,12 @@ func (r *tableRef) addValues(col string, vals []string) {
 		return
 	}
 	r.equals[col] = vals
+}
+
+// hasValue says whether v is among vals, sorted (tableRef.equals).
+func hasValue(vals []string, v string) bool {
+	_, ok := slices.BinarySearch(vals, v)
+	return ok
 }
 
 func columnOf(e any, alias, table string) (string, bool) {

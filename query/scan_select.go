@@ -68,7 +68,8 @@ type selectMemo struct {
 func newSelectMemo() *selectMemo { return &selectMemo{hits: map[dictKey]*dictHits{}} }
 
 // selectRows returns the rows of rec whose columns hold one of the values
-// equals gives them (by lower-cased column name), whether any column of
+// equals gives them (by lower-cased column name; sorted, as
+// tableRef.equals keeps them), whether any column of
 // equals could be tested (false: every row may match), and whether every
 // one was (true: exactly the rows returned match them all). memo may be
 // nil (rec's memory is not the buffer's: nothing is kept).
@@ -91,7 +92,7 @@ func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo *selectM
 			}
 			rows = selectCodes(a, idx.Int32Values(), memo.dictHits(strs, col, values), sel, tested)
 		case *array.String:
-			keep := func(r int) bool { return a.IsValid(r) && slices.Contains(values, a.Value(r)) }
+			keep := func(r int) bool { return a.IsValid(r) && hasValue(values, a.Value(r)) }
 			rows = selectBy(int(rec.NumRows()), keep, sel, tested)
 		default:
 			every = false
@@ -191,7 +192,7 @@ func (m *selectMemo) dictHits(strs *array.String, col string, values []string) [
 			m.searched += n - from
 		}
 		for k := from; k < n; k++ {
-			if strs.IsValid(k) && slices.Contains(values, strs.Value(k)) {
+			if strs.IsValid(k) && hasValue(values, strs.Value(k)) {
 				codes = append(codes, int32(k))
 			}
 		}
