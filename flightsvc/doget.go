@@ -63,27 +63,84 @@ func (p *pooledPayloadWriter) Close() error { return nil }
 
 // recordStreamWriter writes record batches to a Flight data stream (what
 // flight.Writer does) through a pooledPayloadWriter; close ends the stream
-// and gives its buffer back.
+// and gives its buffer back. The schema message is the kept encoding of
+// the schema (schemacache.go), and each batch is encoded alone
+// (ipc.GetRecordBatchPayload): ipc.Writer would encode the schema anew
+// for every stream. A schema with dictionaries goes through ipc.Writer,
+// which sends each dictionary before the batches that use it.
 type recordStreamWriter struct {
-	*ipc.Writer
-	pw *pooledPayloadWriter
+	pw      *pooledPayloadWriter
+	enc     *schemaEncoding
+	mem     memory.Allocator
+	ipc     *ipc.Writer // a schema with dictionaries only
+	started bool        // the schema was sent
+	err     error       // the first failure: nothing more is sent
 }
 
-func newRecordStreamWriter(w flight.DataStreamWriter, schema *arrow.Schema, mem memory.Allocator) *recordStreamWriter {
+func newRecordStreamWriter(w flight.DataStreamWriter, enc *schemaEncoding, mem memory.Allocator) *recordStreamWriter {
 	pw := &pooledPayloadWriter{w: w, buf: bodyBuffers.Get().(*bytes.Buffer)}
-	return &recordStreamWriter{Writer: ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(schema), ipc.WithAllocator(mem)), pw: pw}
+	rw := &recordStreamWriter{pw: pw, enc: enc, mem: mem}
+	if enc.dictionaries {
+		rw.ipc = ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(enc.schema), ipc.WithAllocator(mem))
+	}
+	return rw
 }
 
-// writeWithAppMetadata writes rec with appMeta in its message.
+// writeWithAppMetadata writes rec with appMeta in its message (and in the
+// schema's, when rec is the first).
 func (w *recordStreamWriter) writeWithAppMetadata(rec arrow.RecordBatch, appMeta []byte) error {
 	w.pw.fd.AppMetadata = appMeta
 	defer func() { w.pw.fd.AppMetadata = nil }()
-	return w.Write(rec)
+	if w.ipc != nil {
+		return w.ipc.Write(rec)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.start(); err != nil {
+		return err
+	}
+	if !rec.Schema().Equal(w.enc.schema) { // ipc.Writer's check
+		w.err = fmt.Errorf("flightsvc: a batch of schema %s in a stream of schema %s", rec.Schema(), w.enc.schema)
+		return w.err
+	}
+	p, err := ipc.GetRecordBatchPayload(rec, ipc.WithAllocator(w.mem))
+	if err != nil {
+		w.err = fmt.Errorf("flightsvc: encoding a batch: %w", err)
+		return w.err
+	}
+	defer p.Release()
+	if err := w.pw.WritePayload(p); err != nil {
+		w.err = err
+	}
+	return w.err
 }
 
-// close ends the IPC stream and gives the body buffer back.
+// start sends the schema message, once.
+func (w *recordStreamWriter) start() error {
+	if w.started {
+		return nil
+	}
+	w.started = true
+	w.pw.fd.DataHeader = w.enc.message
+	err := w.pw.w.Send(&w.pw.fd)
+	w.pw.fd.DataHeader = nil
+	if err != nil {
+		w.err = err
+	}
+	return err
+}
+
+// close ends the IPC stream (a stream of no batches still gets its
+// schema, as from ipc.Writer) and gives the body buffer back.
 func (w *recordStreamWriter) close() error {
-	err := w.Close()
+	var err error
+	switch {
+	case w.ipc != nil:
+		err = w.ipc.Close()
+	case w.err == nil:
+		err = w.start()
+	}
 	if w.pw.buf != nil {
 		if w.pw.buf.Cap() <= maxPooledBody {
 			w.pw.buf.Reset()
@@ -143,12 +200,12 @@ func (s *Service) doGetSQL(cmd proto.Message, stream flight.FlightService_DoGetS
 	}
 	// A cancelled call, or an encoding error, gets its gRPC code here
 	// (the chunks' errors and Send's have theirs already).
-	return statusOf(writeChunks(ctx, stream, sc, cc, s.sql.mem))
+	return statusOf(writeChunks(ctx, stream, s.sql.schemas.of(sc), cc, s.sql.mem))
 }
 
 // writeChunks writes the chunks of cc to stream until cc closes, a chunk
 // carries an error, or ctx ends; the chunks not written are released.
-func writeChunks(ctx context.Context, stream flight.DataStreamWriter, sc *arrow.Schema, cc <-chan flight.StreamChunk, mem memory.Allocator) error {
+func writeChunks(ctx context.Context, stream flight.DataStreamWriter, sc *schemaEncoding, cc <-chan flight.StreamChunk, mem memory.Allocator) error {
 	defer func() {
 		for chunk := range cc {
 			if chunk.Data != nil {

@@ -70,7 +70,7 @@ func TestWriteChunks(t *testing.T) {
 		}
 		close(cc)
 		var out capturedStream
-		if err := writeChunks(context.Background(), &out, testBatchSchema, cc, mem); err != nil {
+		if err := writeChunks(context.Background(), &out, newSchemaEncodings(mem).of(testBatchSchema), cc, mem); err != nil {
 			t.Fatal(err)
 		}
 		rd, err := flight.NewRecordReader(&out)
@@ -99,7 +99,7 @@ func TestWriteChunks(t *testing.T) {
 	cc <- flight.StreamChunk{Data: testBatch(mem, 10, 3)}
 	close(cc)
 	var out capturedStream
-	if err := writeChunks(context.Background(), &out, testBatchSchema, cc, mem); !errors.Is(err, failed) {
+	if err := writeChunks(context.Background(), &out, newSchemaEncodings(mem).of(testBatchSchema), cc, mem); !errors.Is(err, failed) {
 		t.Fatalf("writeChunks: %v, want the chunk's error", err)
 	}
 	if len(out.sent) != 2 {

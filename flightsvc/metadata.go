@@ -23,7 +23,7 @@ func (s *SQLServer) infoForCommand(desc *flight.FlightDescriptor, schema *arrow.
 	return &flight.FlightInfo{
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: desc.Cmd}}},
 		FlightDescriptor: desc,
-		Schema:           flight.SerializeSchema(schema, s.mem),
+		Schema:           s.schemas.serialized(schema),
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}

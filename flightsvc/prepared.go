@@ -8,7 +8,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/apron-db/apron/auth"
 	"github.com/apron-db/apron/query"
@@ -100,6 +103,44 @@ func (s *SQLServer) CreatePreparedStatement(ctx context.Context, req flightsql.A
 	return res, nil
 }
 
+// createPreparedAction answers the CreatePreparedStatement action as
+// arrow-go's Flight SQL server does, with the schemas' kept encodings
+// (schemacache.go) instead of encoding them anew: ADBC's DB-API prepares
+// every new text, a dashboard's query with new time bounds among them.
+func (s *SQLServer) createPreparedAction(ctx context.Context, body []byte, send func([]byte) error) error {
+	var (
+		cmd anypb.Any
+		req flightpb.ActionCreatePreparedStatementRequest
+		res flightpb.ActionCreatePreparedStatementResult
+	)
+	if err := proto.Unmarshal(body, &cmd); err != nil {
+		return fmt.Errorf("%w: the CreatePreparedStatement action's body is not a google.protobuf.Any: %w", errInvalidRequest, err)
+	}
+	if err := cmd.UnmarshalTo(&req); err != nil {
+		return fmt.Errorf("%w: the CreatePreparedStatement action's body is not an ActionCreatePreparedStatementRequest: %w", errInvalidRequest, err)
+	}
+	out, err := s.CreatePreparedStatement(ctx, &req)
+	if err != nil {
+		return err
+	}
+	res.PreparedStatementHandle = out.Handle
+	if out.DatasetSchema != nil {
+		res.DatasetSchema = s.schemas.serialized(out.DatasetSchema)
+	}
+	if out.ParameterSchema != nil {
+		res.ParameterSchema = s.schemas.serialized(out.ParameterSchema)
+	}
+	res.IsUpdate = out.IsUpdate
+	if err := cmd.MarshalFrom(&res); err != nil {
+		return fmt.Errorf("flightsvc: encoding the prepared statement: %w", err)
+	}
+	reply, err := proto.Marshal(&cmd)
+	if err != nil {
+		return fmt.Errorf("flightsvc: encoding the prepared statement: %w", err)
+	}
+	return send(reply)
+}
+
 func (s *SQLServer) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
 	return statusOf(s.prepared.close(req.GetPreparedStatementHandle(), auth.FromContext(ctx).ID()))
 }
@@ -158,7 +199,7 @@ func (s *SQLServer) GetSchemaPreparedStatement(ctx context.Context, cmd flightsq
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(schema, s.mem)}, nil
+	return &flight.SchemaResult{Schema: s.schemas.serialized(schema)}, nil
 }
 
 // DoGetPreparedStatement runs a prepared query with its bound parameters.

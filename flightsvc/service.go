@@ -176,6 +176,9 @@ func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 	if ours, err := s.sql.apronAction(stream.Context(), a, send); ours {
 		return statusOf(err)
 	}
+	if a.GetType() == flightsql.CreatePreparedStatementActionType {
+		return statusOf(s.sql.createPreparedAction(stream.Context(), a.GetBody(), send))
+	}
 	if !slices.Contains(flightSQLActions, a.GetType()) {
 		// arrow-go's adapter answers only "the defined request is invalid".
 		known := slices.Clone(flightSQLActions)

@@ -64,6 +64,7 @@ type SQLServer struct {
 	sessions *sessionStore
 	prepared *preparedStore
 	running  *runningQueries
+	schemas  *schemaEncodings // the encodings of result schemas, kept: schemacache.go
 	auth     *authenticator
 	calls    *callObserver  // the first interceptor: request ids, the log line and metrics of every call
 	metrics  *rpcMetrics    // nil without a Registerer
@@ -83,6 +84,7 @@ func NewSQLServer(wb *buffer.WriteBuffer, eng *query.Engine, cfg Config) (*SQLSe
 	}
 	s := &SQLServer{wb: wb, eng: eng, log: log, mem: wb.Allocator(), idle: cfg.QueryIdleTimeout,
 		sessions: newSessionStore(log), prepared: newPreparedStore(), running: newRunningQueries(), closed: make(chan struct{})}
+	s.schemas = newSchemaEncodings(s.mem)
 	s.auth = newAuthenticator(cfg.Auth, s.sessions, log, cfg.Registerer)
 	m, err := newRPCMetrics(cfg.Registerer, s.prepared)
 	if err != nil {

@@ -62,7 +62,7 @@ func (s *SQLServer) GetFlightInfoStatement(ctx context.Context, cmd flightsql.St
 	return &flight.FlightInfo{
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
 		FlightDescriptor: desc,
-		Schema:           flight.SerializeSchema(st.Schema, s.mem),
+		Schema:           s.schemas.serialized(st.Schema),
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 	}, nil
@@ -73,7 +73,7 @@ func (s *SQLServer) GetSchemaStatement(ctx context.Context, cmd flightsql.Statem
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema, s.mem)}, nil
+	return &flight.SchemaResult{Schema: s.schemas.serialized(st.Schema)}, nil
 }
 
 // prepareQuery prepares a statement that must return rows.
