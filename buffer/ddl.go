@@ -150,6 +150,14 @@ func (v *View) Chunks(s *Segment, db, table string) []Chunk {
 	return s.Snapshot(db, table)
 }
 
+// ChunksWhere is Chunks of the chunks keep admits (Segment.SnapshotWhere).
+func (v *View) ChunksWhere(s *Segment, db, table string, keep func(ChunkStat) bool) []Chunk {
+	if v.dropped(s, db, table) {
+		return nil
+	}
+	return s.SnapshotWhere(db, table, keep)
+}
+
 // ChunkStats appends to dst the rows and time range of each chunk Chunks
 // would return, retaining none: a count of rows answered from a
 // snapshot of them, with 5M rows buffered (~600 chunks), spent a fifth

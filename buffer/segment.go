@@ -124,6 +124,17 @@ func (s *Segment) Snapshot(db, table string) []Chunk {
 	return t.snapshot()
 }
 
+// SnapshotWhere is Snapshot of the chunks keep admits, told each one's
+// rows and time range before it is retained. keep runs under the table's
+// lock: it must be quick and not call into the buffer.
+func (s *Segment) SnapshotWhere(db, table string, keep func(ChunkStat) bool) []Chunk {
+	t := s.tableBuffer(TableKey{db, table}, false)
+	if t == nil {
+		return nil
+	}
+	return t.snapshotWhere(keep)
+}
+
 // Stats appends to dst the rows and time range of each chunk Snapshot
 // would return, retaining none.
 func (s *Segment) Stats(db, table string, dst []ChunkStat) []ChunkStat {

@@ -269,3 +269,47 @@ func TestAbandonedPersistHoldsItsSegment(t *testing.T) {
 		t.Fatalf("after the persist ended the segment has %d references, want 0", n)
 	}
 }
+
+// TestSnapshotWhere: a snapshot of the chunks a filter admits holds
+// exactly those of the whole snapshot that it admits, each told to the
+// filter once (the open chunk too), and retains nothing else (the checked
+// allocator finds every chunk freed once the buffer closes).
+func TestSnapshotWhere(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cfg := testConfig(t, mem)
+	cfg.ChunkRows = 100
+	b := openBuffer(t, cfg)
+	write(t, b, "cpu", cpuSchema, genRows(t0.UnixNano(), 450, int64(time.Second)))
+	seg := b.Segments()[len(b.Segments())-1]
+	all := seg.Snapshot("db", "cpu")
+	if len(all) != 5 {
+		t.Fatalf("%d chunks, want 4 sealed and the open one", len(all))
+	}
+	for _, cut := range []int64{t0.UnixNano() - 1, t0.Add(150 * time.Second).UnixNano(), t0.Add(420 * time.Second).UnixNano(), t0.Add(time.Hour).UnixNano()} {
+		told := 0
+		got := seg.SnapshotWhere("db", "cpu", func(c ChunkStat) bool { told++; return c.MaxTime >= cut })
+		var want []Chunk
+		for _, c := range all {
+			if c.MaxTime >= cut {
+				want = append(want, c)
+			}
+		}
+		if told != len(all) || len(got) != len(want) {
+			t.Fatalf("cut %d: told %d chunks and kept %d, want %d and %d", cut, told, len(got), len(all), len(want))
+		}
+		for i := range got {
+			if got[i].MinTime != want[i].MinTime || got[i].MaxTime != want[i].MaxTime || got[i].Rec.NumRows() != want[i].Rec.NumRows() {
+				t.Fatalf("cut %d: chunk %d is [%d, %d] of %d rows, want [%d, %d] of %d", cut, i, got[i].MinTime, got[i].MaxTime, got[i].Rec.NumRows(),
+					want[i].MinTime, want[i].MaxTime, want[i].Rec.NumRows())
+			}
+			got[i].Rec.Release()
+		}
+	}
+	for _, c := range all {
+		c.Rec.Release()
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

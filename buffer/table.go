@@ -1,7 +1,7 @@
 package buffer
 
 import (
-	"sort"
+	"slices"
 
 	"sync"
 
@@ -195,23 +195,40 @@ func (t *tableBuffer) sealAll() {
 // retained: the caller releases them. The open chunk of a partition is
 // included as it is at this moment, sharing its value memory.
 func (t *tableBuffer) snapshot() []Chunk {
+	return t.snapshotWhere(nil)
+}
+
+// snapshotWhere is snapshot of the chunks keep admits (nil: all), told
+// each one's stats under t's lock, before it is retained (or, for the
+// open chunk, made): a query of the last minutes of 5M rows kept 2 of
+// ~600 chunks, and retained, released and listed all of them.
+func (t *tableBuffer) snapshotWhere(keep func(ChunkStat) bool) []Chunk {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	days := make([]int64, 0, len(t.mu.parts))
+	var days []int64
 	n := 0
 	for d, p := range t.mu.parts {
 		days = append(days, d)
 		n += len(p.sealed) + 1
 	}
-	sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
-	out := make([]Chunk, 0, n)
+	slices.Sort(days)
+	var out []Chunk
+	if keep == nil {
+		out = make([]Chunk, 0, n)
+	}
 	for _, d := range days {
 		p := t.mu.parts[d]
 		for _, c := range p.sealed {
+			if keep != nil && !keep(ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime}) {
+				continue
+			}
 			c.Rec.Retain()
 			out = append(out, c)
 		}
 		if p.open != nil && p.open.n > 0 {
+			if keep != nil && !keep(ChunkStat{Rows: int64(p.open.n), MinTime: p.open.minT, MaxTime: p.open.maxT}) {
+				continue
+			}
 			out = append(out, p.open.chunk(false))
 		}
 	}

@@ -443,17 +443,19 @@ func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds)
 // rows within b, retained.
 func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.Chunk {
 	var out []buffer.Chunk
-	for _, s := range v.Buffered {
-		for _, c := range v.Chunks(s, k.Database, k.Table) {
-			if b.misses(c.Rec.NumRows(), c.MinTime, c.MaxTime) {
-				c.Rec.Release()
-				e.chunksPruned.Add(1)
-				continue
-			}
-			e.chunksScanned.Add(1)
-			out = append(out, c)
+	pruned := 0
+	keep := func(c buffer.ChunkStat) bool {
+		if b.misses(c.Rows, c.MinTime, c.MaxTime) {
+			pruned++
+			return false
 		}
+		return true
 	}
+	for _, s := range v.Buffered {
+		out = append(out, v.ChunksWhere(s, k.Database, k.Table, keep)...)
+	}
+	e.chunksPruned.Add(int64(pruned))
+	e.chunksScanned.Add(int64(len(out)))
 	return out
 }
 
