@@ -30,6 +30,11 @@ import (
 // all kept, so every row the answer could hold is read, ties included:
 // the answer is one the full scan could give.
 //
+// SELECT max(time) FROM table [WHERE …], with no ORDER BY or LIMIT, is
+// pruned as LIMIT 1: the greatest time is among the rows kept for the
+// newest row (and DuckDB, handed them, answers NULL when no row
+// matches, as none is found and nothing is left out).
+//
 // With string equalities in the WHERE besides the bounds (WHERE host =
 // 'h7' [AND …]: the latest points of a series), a chunk's sure rows are
 // those of its rows whose columns hold the values (countEqual: a count
@@ -70,6 +75,16 @@ func newestOf(tree map[string]any, db string, exact, exactEq map[buffer.TableKey
 	if len(list) == 0 {
 		return nil
 	}
+	mods, _ := node["modifiers"].([]any)
+	if newestAggregates(sh, list) {
+		// SELECT max(time) FROM t WHERE host = 'h7' (when a series last
+		// reported): the time of the newest matching row, which the
+		// rows kept for LIMIT 1 hold, ties included.
+		if len(mods) > 0 {
+			return nil
+		}
+		return &newestPrune{key: key, n: 1, exact: b, equals: eq}
+	}
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		if m == nil {
@@ -88,12 +103,28 @@ func newestOf(tree map[string]any, db string, exact, exactEq map[buffer.TableKey
 			return nil
 		}
 	}
-	mods, _ := node["modifiers"].([]any)
 	n, ok := sh.newestLimit(mods)
 	if !ok {
 		return nil
 	}
 	return &newestPrune{key: key, n: n, exact: b, equals: eq}
+}
+
+// newestAggregates says whether list is aggregates of the newest row
+// alone: max(time), arg_max(time, time) and arg_max_null(col, time) (not
+// arg_max(col, time), which passes over rows whose col is NULL to older
+// ones).
+func newestAggregates(sh *shapeCheck, list []any) bool {
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		if m == nil || m["class"] != "FUNCTION" {
+			return false
+		}
+		if col, ok := sh.lastAggregate(m); !ok || col != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // prune leaves out of chunks and files those whose rows are all older

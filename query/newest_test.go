@@ -117,6 +117,29 @@ func TestNewestRows(t *testing.T) {
 		t.Errorf("no chunk or no file left out of a series' latest points: %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
 	}
 
+	// When a series last reported: max(time), and arg_max_null of the
+	// newest row, pruned as LIMIT 1.
+	var last []string
+	for i, e := range edges {
+		h := fmt.Sprintf("h%d", i%5)
+		last = append(last,
+			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE host = '%s'", h),
+			fmt.Sprintf("SELECT max(c.time) AS seen, arg_max_null(usage, time), arg_max(time, time) FROM db.cpu c WHERE host = '%s' AND time <= %s", h, lit(e)),
+			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE host IN ('h0', '%s') AND time < %s", h, lit(e+1)),
+			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE time <= %s", lit(e)))
+	}
+	last = append(last,
+		"SELECT max(time) FROM db.cpu WHERE host = 'h9'", // no such series: NULL
+		"SELECT max(time), arg_max_null(host, time) FROM db.cpu WHERE host = 'h1' AND host = 'h2'")
+	before = s.e.Stats()
+	for _, q := range last {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
+	st = s.e.Stats()
+	if st.NewestChunks == before.NewestChunks || st.NewestFiles == before.NewestFiles {
+		t.Errorf("no chunk or no file left out of max(time): %d chunks, %d files", st.NewestChunks-before.NewestChunks, st.NewestFiles-before.NewestFiles)
+	}
+
 	// Shapes it must not prune: they need older rows, or a function reads
 	// them all.
 	others := []string{
@@ -135,6 +158,13 @@ func TestNewestRows(t *testing.T) {
 		"SELECT * REPLACE (count(*) OVER () AS usage) FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT time, row_number() OVER (ORDER BY time) FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT max(time) FROM db.cpu ORDER BY 1 DESC LIMIT 1",
+		"SELECT max(time) FROM db.cpu WHERE host = 'h1' LIMIT 1",
+		"SELECT arg_max(usage, time) FROM db.cpu WHERE host = 'h1'", // passes over NULL usages to older rows
+		"SELECT max(time), count(*) FROM db.cpu WHERE host = 'h1'",
+		"SELECT max(time), max(usage) FROM db.cpu WHERE host = 'h1'",
+		"SELECT min(time) FROM db.cpu WHERE host = 'h1'",
+		"SELECT max(time) FROM db.cpu WHERE host = 'h1' GROUP BY host",
+		"SELECT max(usage) FROM db.cpu WHERE host = 'h1'",
 		"SELECT DISTINCT host FROM db.cpu ORDER BY host DESC LIMIT 2",
 		"SELECT * FROM db.cpu ORDER BY time DESC, host LIMIT 10",
 		"SELECT * FROM db.cpu ORDER BY usage DESC, time DESC LIMIT 10",
