@@ -50,6 +50,11 @@ type Config struct {
 	// least recently used go first. Files a running query reads are kept
 	// even past it. 0 means DefaultCacheSize.
 	CacheSize int64
+	// StateDir is where the engine keeps what it would rather not learn
+	// again after a restart: which files' latest rows to read ahead
+	// (latest_file_hint.go); cmd/apron sets it to <data-dir>/query. ""
+	// keeps nothing.
+	StateDir string
 	// PageCacheSize bounds the bytes of decompressed Parquet pages kept in
 	// memory for selective queries (--page-cache-size; pqpages.go). 0
 	// means DefaultPageCacheSize; negative, no page cache.
@@ -388,6 +393,8 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	var warmCtx context.Context
 	warmCtx, e.stopWarm = context.WithCancel(context.Background())
 	e.warmDone = make(chan struct{})
+	e.latestWarm.hintPath = latestHintPath(cfg.StateDir)
+	e.latestWarm.hinted = e.loadLatestHint(e.latestWarm.hintPath)
 	go e.runLatestWarm(warmCtx, e.warmDone)
 	return e, nil
 }
@@ -417,6 +424,7 @@ func (e *Engine) Close() error {
 	<-e.fillsDone
 	e.stopWarm()
 	<-e.warmDone
+	e.saveLatestHint()
 	for range cap(e.sem) {
 		e.sem <- struct{}{}
 	}

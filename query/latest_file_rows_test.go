@@ -5,6 +5,8 @@ package query
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -262,5 +264,69 @@ func TestLatestOlderFilesUnread(t *testing.T) {
 	s.e.warmLatest(context.Background())
 	if r := s.e.Stats().LatestFileReads - after.LatestFileReads; r != 0 {
 		t.Errorf("the read-ahead read %d older files, want none", r)
+	}
+}
+
+// TestLatestHintAfterRestart: the files whose latest rows an engine kept
+// are read ahead by the next engine over the same data, before any query
+// (and the first query then reads none); a hint that does not parse, or
+// names files no longer persisted, reads nothing and fails nothing.
+func TestLatestHintAfterRestart(t *testing.T) {
+	s, ref, rng, write := cpuStore(t, Config{}, 11)
+	host := func(i int) any { return fmt.Sprintf("h%d", i%10) }
+	usage := func(int, any) any { return float64(rng.IntN(1000)) / 10 }
+	const q = "SELECT host, max(time), arg_max(usage, time) FROM db.cpu GROUP BY host"
+	reads := func() (reads, aheads int64) {
+		st := s.e.Stats()
+		return st.LatestFileReads, st.LatestFileReadAheads
+	}
+	write(base, int64(time.Hour), 5000, host, usage, true)
+	s.roll()
+	s.waitReleased(t, 1)
+	equalRows(t, "persisted", sorted(s.query(q, "")), sorted(ref.query(q)))
+	if r, _ := reads(); r != 1 {
+		t.Fatalf("the first query over the file: %d files read, want 1", r)
+	}
+
+	restart := func() {
+		t.Helper()
+		s.env.close()
+		s.open(t)
+		// The read-ahead's goroutine reads the hint first; done when a
+		// file is read ahead, or at once when none is to be.
+		deadline := time.Now().Add(10 * time.Second)
+		for _, a := reads(); a == 0 && time.Now().Before(deadline); _, a = reads() {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	restart()
+	if r, a := reads(); r != 1 || a != 1 {
+		t.Fatalf("after a restart: %d files read, %d ahead; want the hinted file read ahead", r, a)
+	}
+	equalRows(t, "after a restart", sorted(s.query(q, "")), sorted(ref.query(q)))
+	if r, _ := reads(); r != 1 {
+		t.Errorf("the first query after the restart read %d files, want none", r-1)
+	}
+	if w := s.e.latestWarm.current(time.Now()); len(w) != 1 {
+		t.Errorf("wants after the restart: %v, want the table's", w)
+	}
+
+	hint := filepath.Join(s.dataDir, "query", latestHintName)
+	for name, content := range map[string]string{
+		"torn":        `{"version":1,"files":[{"path":`,
+		"new version": `{"version":2,"files":[]}`,
+		"gone files":  `{"version":1,"files":[{"path":"db/cpu/x.parquet","size":10,"crc32c":1,"col":"host"}]}`,
+	} {
+		s.env.close()
+		if err := os.WriteFile(hint, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.open(t)
+		s.e.stopWarm()
+		<-s.e.warmDone // the hint was dealt with
+		if r, a := reads(); r != 0 || a != 0 {
+			t.Fatalf("%s hint: %d files read, %d ahead; want none", name, r, a)
+		}
+		equalRows(t, name+" hint", sorted(s.query(q, "")), sorted(ref.query(q)))
 	}
 }

@@ -44,6 +44,13 @@ type latestWarm struct {
 	mu     sync.Mutex
 	wants  map[latestWant]wantState
 	warmed map[fileKeysKey]bool // files read ahead, or tried
+
+	// The hint of the files whose latest rows to read ahead after a
+	// restart (latest_file_hint.go), only used by the read-ahead's
+	// goroutine and by Close once it has returned.
+	hintPath  string            // "" without a cache directory
+	hinted    []latestHintEntry // read at Open, read ahead first
+	hintSaved []latestHintEntry // the last written
 }
 
 // wantState is when a query of a want last needed files, and the
@@ -96,10 +103,14 @@ func (l *latestWarm) first(k fileKeysKey) bool {
 }
 
 // runLatestWarm reads ahead every latestWarmEvery until ctx is done.
+// The hint of the files to read ahead after a restart is read ahead
+// first, and written every latestHintEvery (latest_file_hint.go).
 func (e *Engine) runLatestWarm(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
+	e.warmHinted(ctx)
 	tick := time.NewTicker(latestWarmEvery)
 	defer tick.Stop()
+	saved := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -107,6 +118,10 @@ func (e *Engine) runLatestWarm(ctx context.Context, done chan<- struct{}) {
 		case <-tick.C:
 		}
 		e.warmLatest(ctx)
+		if time.Since(saved) >= latestHintEvery {
+			e.saveLatestHint()
+			saved = time.Now()
+		}
 	}
 }
 

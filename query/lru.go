@@ -76,6 +76,17 @@ func (c *lru[K, V]) put(k K, v V, cost int64) {
 	}
 }
 
+// keys returns the keys kept, the most recently used first.
+func (c *lru[K, V]) keys() []K {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]K, 0, len(c.entries))
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		out = append(out, el.Value.(*lruEntry[K, V]).key)
+	}
+	return out
+}
+
 func (c *lru[K, V]) stats() (hits, misses uint64, entries int, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -56,6 +56,9 @@ func newStoreEnvFS(t testing.TB, store objstore.Store, qcfg Config, walFS wal.FS
 	if s.qcfg.CacheDir == "" {
 		s.qcfg.CacheDir = filepath.Join(s.dataDir, "cache")
 	}
+	if s.qcfg.StateDir == "" {
+		s.qcfg.StateDir = filepath.Join(s.dataDir, "query")
+	}
 	s.open(t)
 	return s
 }

@@ -129,6 +129,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	if f.pageCacheSize == 0 {
 		f.queryCfg.PageCacheSize = -1 // none (0 is the engine's default)
 	}
+	f.queryCfg.StateDir = filepath.Join(f.cfg.DataDir, "query")
 	if f.queryCfg.CacheDir == "" {
 		f.queryCfg.CacheDir = filepath.Join(f.cfg.DataDir, "cache")
 	}
