@@ -23,8 +23,14 @@ import (
 // by the schema's content.
 
 // maxSchemaEncodings bounds the encodings kept (~5 KB each for a result
-// of 9 labeled columns); past it, one is dropped for each one added.
-const maxSchemaEncodings = 512
+// of 9 labeled columns), maxSchemaEncodingBytes their bytes: past either,
+// kept ones are dropped for the one added. An encoding of more than
+// maxSchemaEncodingBytes/64 (a result of thousands of columns) is not
+// kept, so that a client's wide results cannot fill the cache alone.
+const (
+	maxSchemaEncodings     = 512
+	maxSchemaEncodingBytes = 16 << 20
+)
 
 // schemaEncodings keeps the IPC encodings of recently sent schemas. An
 // encoding is found by a hash of the schema and handed out only for a
@@ -35,8 +41,9 @@ type schemaEncodings struct {
 	mem  memory.Allocator
 	seed maphash.Seed
 
-	mu sync.Mutex
-	m  map[uint64]*schemaEncoding
+	mu    sync.Mutex
+	m     map[uint64]*schemaEncoding
+	bytes int // of the encodings in m
 }
 
 // schemaEncoding is one schema's encodings; read-only once made.
@@ -74,17 +81,29 @@ func (c *schemaEncodings) of(schema *arrow.Schema) *schemaEncoding {
 		return e
 	}
 	e = encodeSchema(schema, c.mem)
+	if e.size() > maxSchemaEncodingBytes/64 {
+		return e
+	}
 	c.mu.Lock()
-	if _, ok := c.m[h]; !ok && len(c.m) >= maxSchemaEncodings {
-		for k := range c.m {
-			delete(c.m, k)
+	defer c.mu.Unlock()
+	if old, ok := c.m[h]; ok {
+		c.bytes -= old.size()
+		delete(c.m, h)
+	}
+	for k, old := range c.m {
+		if len(c.m) < maxSchemaEncodings && c.bytes+e.size() <= maxSchemaEncodingBytes {
 			break
 		}
+		c.bytes -= old.size()
+		delete(c.m, k)
 	}
 	c.m[h] = e
-	c.mu.Unlock()
+	c.bytes += e.size()
 	return e
 }
+
+// size is what an encoding holds, counted twice for the schema it keeps.
+func (e *schemaEncoding) size() int { return 2 * (len(e.stream) + len(e.message)) }
 
 func encodeSchema(schema *arrow.Schema, mem memory.Allocator) *schemaEncoding {
 	p := ipc.GetSchemaPayload(schema, mem)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -87,7 +88,12 @@ func TestSchemaEncodings(t *testing.T) {
 				continue
 			}
 			c.mu.Lock()
-			c.m[c.hash(b)] = encodeSchema(a, mem)
+			h, e := c.hash(b), encodeSchema(a, mem)
+			if old := c.m[h]; old != nil {
+				c.bytes -= old.size()
+			}
+			c.m[h] = e
+			c.bytes += e.size()
 			c.mu.Unlock()
 			if got := c.of(b); !bytes.Equal(got.stream, flight.SerializeSchema(b, mem)) {
 				t.Fatalf("the encoding of %s kept under the hash of %s was handed out for %s", an, bn, bn)
@@ -99,6 +105,29 @@ func TestSchemaEncodings(t *testing.T) {
 	}
 	if n := len(c.m); n > maxSchemaEncodings {
 		t.Fatalf("%d encodings kept, at most %d wanted", n, maxSchemaEncodings)
+	}
+	// Wide results: one too large is encoded and not kept; many large
+	// ones keep the kept bytes bounded.
+	wide := func(cols, seed int) *arrow.Schema {
+		fields := make([]arrow.Field, cols)
+		for i := range fields {
+			fields[i] = arrow.Field{Name: fmt.Sprintf("c%d_%d_%s", seed, i, strings.Repeat("x", 40)), Type: arrow.PrimitiveTypes.Int64}
+		}
+		return arrow.NewSchema(fields, nil)
+	}
+	huge := wide(20_000, 0)
+	if e := c.of(huge); !bytes.Equal(e.stream, flight.SerializeSchema(huge, mem)) || c.m[c.hash(huge)] != nil {
+		t.Fatal("a huge schema's encoding is wrong, or kept")
+	}
+	for i := range 200 {
+		c.of(wide(1_000, i+1))
+	}
+	total := 0
+	for _, e := range c.m {
+		total += e.size()
+	}
+	if total != c.bytes || c.bytes > maxSchemaEncodingBytes {
+		t.Fatalf("%d bytes kept (counted %d), at most %d wanted", total, c.bytes, maxSchemaEncodingBytes)
 	}
 }
 
