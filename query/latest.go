@@ -274,13 +274,12 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	b.only = p.only
 	out := make([]bool, len(chunks))
 	n := 0
-	keys := newLatestKeyFinder(p.col)
 	for _, i := range order {
 		if b.work > latestBudget {
 			break
 		}
 		c := chunks[i]
-		k, ok := keys.of(c.Rec)
+		k, ok := latestKeyOf(c.Rec, p.col)
 		if !ok {
 			continue
 		}
@@ -375,37 +374,7 @@ func latestKeyOf(rec arrow.RecordBatch, col string) (latestKey, bool) {
 	if len(ix) == 0 {
 		return latestKey{}, true
 	}
-	return latestKeyAt(rec, ix[0])
-}
-
-// latestKeyFinder is latestKeyOf over many batches, trying first the
-// index the column had in the batch before: a partition's chunks mostly
-// list their columns alike (and never one twice), and looking the name
-// up in each of ~600 chunks' schemas was half of finding their keys, 7%
-// of the server's CPU in a loop of the last row per host over 5M rows.
-type latestKeyFinder struct {
-	col  string
-	hint int
-}
-
-func newLatestKeyFinder(col string) *latestKeyFinder { return &latestKeyFinder{col: col, hint: -1} }
-
-func (f *latestKeyFinder) of(rec arrow.RecordBatch) (latestKey, bool) {
-	s := rec.Schema()
-	if f.hint >= 0 && f.hint < s.NumFields() && s.Field(f.hint).Name == f.col {
-		return latestKeyAt(rec, f.hint)
-	}
-	ix := s.FieldIndices(f.col)
-	if len(ix) == 0 {
-		return latestKey{}, true
-	}
-	f.hint = ix[0]
-	return latestKeyAt(rec, ix[0])
-}
-
-// latestKeyAt is latestKeyOf of rec's column i.
-func latestKeyAt(rec arrow.RecordBatch, i int) (latestKey, bool) {
-	d, ok := rec.Column(i).(*array.Dictionary)
+	d, ok := rec.Column(ix[0]).(*array.Dictionary)
 	if !ok {
 		return latestKey{}, false
 	}

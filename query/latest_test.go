@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/objstore"
 )
@@ -237,40 +235,5 @@ func cpuRowsWriter(s *storeEnv, ref *refDB, rng *rand.Rand) cpuWriter {
 		rec := batch(s.mem, cols...)
 		ref.append("db", "cpu", rec)
 		s.write("db", "cpu", rec)
-	}
-}
-
-// TestLatestKeyFinder: the key found with the index of the batch before
-// tried first is latestKeyOf's, whatever order the batches list their
-// columns in, and when one lacks the key column.
-func TestLatestKeyFinder(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-	mk := func(names ...string) arrow.RecordBatch {
-		fields := make([]arrow.Field, len(names))
-		cols := make([]arrow.Array, len(names))
-		for i, n := range names {
-			b := array.NewDictionaryBuilder(mem, dict).(*array.BinaryDictionaryBuilder)
-			for _, v := range []string{n + "-a", n + "-b"} {
-				if err := b.AppendString(v); err != nil {
-					t.Fatal(err)
-				}
-			}
-			fields[i], cols[i] = arrow.Field{Name: n, Type: dict, Nullable: true}, b.NewArray()
-			b.Release()
-			defer cols[i].Release()
-		}
-		return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 2)
-	}
-	f := newLatestKeyFinder("host")
-	for _, names := range [][]string{{"host", "region"}, {"host", "region"}, {"region", "host"}, {"region"}, {"zone", "region", "host"}, {"host"}} {
-		rec := mk(names...)
-		got, gok := f.of(rec)
-		want, wok := latestKeyOf(rec, "host")
-		if gok != wok || got.arr != want.arr || got.dict != want.dict {
-			t.Fatalf("columns %v: the finder's key %v (%v), latestKeyOf's %v (%v)", names, got.arr, gok, want.arr, wok)
-		}
-		rec.Release()
 	}
 }
