@@ -289,6 +289,8 @@ func TestSQLOracle(t *testing.T) {
 		// A tag's values, and the latest row of some hosts: picked in Go.
 		{"SELECT DISTINCT region FROM metrics.cpu ORDER BY region NULLS FIRST", true},
 		{"SELECT DISTINCT host FROM metrics.cpu WHERE time < " + tsLiteral(day2), false},
+		{"SELECT count(DISTINCT host) AS hosts FROM metrics.cpu", false},
+		{"SELECT count(DISTINCT region) FROM metrics.cpu WHERE time < " + tsLiteral(day2), false},
 		{`SELECT host, max(time), arg_max(usage_user, time) FROM metrics.cpu WHERE host IN ('host-01', 'host-03', 'nope')
 			GROUP BY host ORDER BY host`, true},
 		{`SELECT time_bucket(INTERVAL '5 minutes', time) AS b, region, count(*), avg(usage_user), max(usage_system)

@@ -182,6 +182,9 @@ func empty(v any) bool {
 // fits says whether schema, DuckDB's result schema of the statement, is
 // what the scan streams: the table's column types, strings as utf8.
 func (d *directScan) fits(schema *arrow.Schema) bool {
+	if d.latest != nil && d.latest.countKeys {
+		return schema.NumFields() == 1 && schema.Field(0).Type.ID() == arrow.INT64
+	}
 	if schema.NumFields() != len(d.cols) {
 		return false
 	}
@@ -208,6 +211,9 @@ type directReader struct {
 	filter *directFilter // nil: every row
 	pq     *directFiles  // the persisted files of a filtered scan (direct_files.go)
 	cur    arrow.RecordBatch
+	// ready is the answer made whole before the first Next (a count of
+	// keys, latest_count.go), handed out first.
+	ready  arrow.RecordBatch
 	err    error
 	onDone func()
 }
@@ -265,6 +271,10 @@ func (e *Engine) newDirectReader(ctx context.Context, d *directScan, schema *arr
 		if !ok {
 			r.finish()
 			return nil, false
+		}
+		if d.latest.countKeys {
+			r.ready = countKeys(chunks, d.latest.col, schema, r.mem) // latest_count.go
+			return r, true
 		}
 		r.chunks = chunks
 		return r, true
@@ -325,6 +335,10 @@ func (r *directReader) finish() {
 		r.cur.Release()
 		r.cur = nil
 	}
+	if r.ready != nil {
+		r.ready.Release()
+		r.ready = nil
+	}
 	for _, c := range r.chunks {
 		c.Rec.Release()
 	}
@@ -357,6 +371,10 @@ func (r *directReader) Next() bool {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			break
+		}
+		if r.ready != nil {
+			r.cur, r.ready = r.ready, nil
+			return true
 		}
 		var c buffer.Chunk
 		switch {

@@ -78,6 +78,9 @@ type latestPrune struct {
 	table   *catalog.Table
 	where   *directWhere
 	cut     *latestCut
+	// countKeys: the answer is the number of the latest rows' key values,
+	// NULL not counted (SELECT count(DISTINCT key): latest_count.go).
+	countKeys bool
 	// only, when not nil, are the key values the WHERE admits (key = 'v'
 	// beside bounds on time): rows of other values, and NULL keys, match
 	// nothing, so they need no later row for a chunk or a file to be
@@ -113,6 +116,9 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 	groups, _ := node["group_expressions"].([]any)
 	sets, _ := node["group_sets"].([]any)
 	if len(groups) == 0 && len(sets) == 0 {
+		if c := latestCountOf(node, t, sh, p, eq); c != nil {
+			return c // latest_count.go
+		}
 		return latestDistinctOf(node, t, sh, p, eq) // latest_distinct.go
 	}
 	if len(groups) != 1 || len(sets) > 1 {

@@ -142,6 +142,27 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT host, max(time) FROM db.cpu WHERE host IN ('h1', region) GROUP BY host",
 		"SELECT host, max(time) FROM db.cpu WHERE host NOT IN ('h1', 'h2') GROUP BY host",
 	}
+	// How many series: count(DISTINCT key), NULL not counted.
+	counts := []string{
+		"SELECT count(DISTINCT host) FROM db.cpu",
+		"SELECT count(DISTINCT region) AS n FROM db.cpu",
+		fmt.Sprintf("SELECT count(DISTINCT host) FROM db.cpu WHERE time >= %s", at(30*time.Minute)),
+		"SELECT count(DISTINCT host) FROM db.cpu WHERE host IN ('h1', 'h3', 'nope')",
+		"SELECT COUNT(DISTINCT host) FROM db.cpu WHERE host = 'nope'",
+		fmt.Sprintf("SELECT count(DISTINCT c.host) FROM db.cpu c WHERE c.time > %s", at(100*time.Hour)),
+	}
+	countsViaDuckDB := []string{
+		"SELECT count(DISTINCT host) FROM db.cpu WHERE usage > 50",
+		"SELECT count(DISTINCT host), count(*) FROM db.cpu",
+		"SELECT count(host) FROM db.cpu",
+		"SELECT count(DISTINCT lower(host)) FROM db.cpu",
+		"SELECT count(DISTINCT host) FROM db.cpu LIMIT 1",
+		"SELECT count(DISTINCT host) FILTER (WHERE usage > 50) FROM db.cpu",
+		"SELECT count(DISTINCT usage) FROM db.cpu",
+		"SELECT count(DISTINCT host) FROM db.cpu WHERE region = 'r1'",
+		"SELECT count(DISTINCT host) FROM db.cpu GROUP BY region",
+	}
+	bounded = append(bounded, fmt.Sprintf("SELECT count(DISTINCT host) FROM db.cpu WHERE time BETWEEN %s AND %s", at(20*time.Minute), at(45*time.Minute)))
 	check := func(what string, qs []string, wantDirect bool) {
 		t.Helper()
 		for _, q := range qs {
@@ -172,6 +193,8 @@ func TestLatestDirect(t *testing.T) {
 	check("buffered", ordered, true)
 	check("buffered", distinctOn, true)
 	check("buffered", distinctViaDuckDB, false)
+	check("buffered", counts, true)
+	check("buffered", countsViaDuckDB, false)
 	pruned := s.e.Stats().LatestChunks
 	check("buffered", keyed, true)
 	if s.e.Stats().LatestChunks == pruned {
@@ -218,6 +241,8 @@ func TestLatestDirect(t *testing.T) {
 	}
 	check("h0 only in files", lowerOnly, true)
 	check("h0 only in files", keyed, true)
+	check("h0 only in files", counts, true)
+	check("h0 only in files", countsViaDuckDB, false)
 	check("h0 only in files", keyedViaDuckDB, false)
 	check("h0 only in files, a file's rows past the upper bound", bounded, false)
 
@@ -228,6 +253,7 @@ func TestLatestDirect(t *testing.T) {
 	check("all persisted", lowerOnly, true)
 	check("all persisted", ordered, true)
 	check("all persisted", distinctOn, true)
+	check("all persisted", counts, true)
 	check("all persisted", distinctViaDuckDB, false)
 	check("all persisted", withUsage, true)
 	check("all persisted", keyed, true)
