@@ -163,7 +163,9 @@
 //
 // ORDER BY time DESC LIMIT n (any columns, bounds on time, string
 // equalities) reads only the chunks and files newest first until they
-// hold n certain rows (newest.go). GROUP BY one string column with only
+// hold n certain rows (newest.go); so does SELECT max(time) with such a
+// WHERE, as LIMIT 1 (when a series last reported). GROUP BY one string
+// column with only
 // max(time) and arg_max(col, time) and kin, and a WHERE of time bounds
 // or none — the latest row per key, without a last-value cache — reads
 // only the buffered chunks that hold a key value's latest row: chunks
@@ -176,11 +178,13 @@
 // row of the greatest time is picked from those chunks and the files
 // left, sorted and cut if need be (latest_order.go), and streamed as a
 // direct scan, without DuckDB (latest_direct.go). So is PostgreSQL's
-// SELECT DISTINCT ON (key) … ORDER BY key, time DESC
-// (latest_distinct.go). A file
+// SELECT DISTINCT ON (key) … ORDER BY key, time DESC, and the key's
+// values, SELECT DISTINCT key (latest_distinct.go), and how many there
+// are, SELECT count(DISTINCT key) (latest_count.go). A file
 // is read once for its latest row of each key value, kept since files
-// never change (latest_file_rows.go), and read ahead after a persist
-// for the tables whose queries needed files (latest_file_warm.go).
+// never change (latest_file_rows.go), read ahead after a persist
+// for the tables whose queries needed files (latest_file_warm.go), and
+// after a restart for the files whose rows were kept (latest_file_hint.go).
 //
 // # What repeats is not redone
 //
