@@ -50,7 +50,11 @@
 // streams DuckDB's batches through an unbuffered channel, cut to at most
 // 2 MiB each; batches of 8192 rows or more go as they are, smaller ones
 // are joined. Prepared statements live in a handle map (idle expiry 1h,
-// at most 10000) with the parameters last bound by DoPut.
+// at most 10000) with the parameters last bound by DoPut. A result
+// schema's IPC encodings (in FlightInfo, in CreatePreparedStatement's
+// answer, as a stream's first message) are kept by the schema's content
+// and reused (schemacache.go), and a stream's batches are encoded one by
+// one after it (doget.go).
 //
 // The package imports the query engine, so it builds only with the tag
 // duckdb_arrow.
