@@ -33,11 +33,14 @@ import (
 // SELECT max(time) FROM table [WHERE …], with no ORDER BY or LIMIT, is
 // pruned as LIMIT 1: the greatest time is among the rows kept for the
 // newest row (and DuckDB, handed them, answers NULL when no row
-// matches, as none is found and nothing is left out).
+// matches, as none is found and nothing is left out). So is
+// arg_max(col, time), the latest value of a series, counting only the
+// rows where col is not NULL: those are what arg_max picks among (a
+// persisted file's are not known, and count for none).
 //
 // With string equalities in the WHERE besides the bounds (WHERE host =
 // 'h7' [AND …]: the latest points of a series), a chunk's sure rows are
-// those of its rows whose columns hold the values (countEqual: a count
+// those of its rows whose columns hold the values (countCertain: a count
 // over the chunk's dictionary indices, newest chunks first, so that the
 // answer's few rows cost a chunk or two); a persisted file's are not
 // known without reading it, and count for none, which prunes less but
@@ -52,6 +55,9 @@ type newestPrune struct {
 	// lower-cased column name; a row matches if each column holds one of
 	// its values).
 	equals map[string][]string
+	// nonNull, if set, are the columns (lower-cased) a row must hold a
+	// value in to count: those arg_max reads (newestAggregates).
+	nonNull []string
 }
 
 // newestOf returns the pruning of the statement tree, nil if its shape
@@ -76,14 +82,16 @@ func newestOf(tree map[string]any, db string, exact, exactEq map[buffer.TableKey
 		return nil
 	}
 	mods, _ := node["modifiers"].([]any)
-	if newestAggregates(sh, list) {
+	if nonNull, ok := newestAggregates(sh, list); ok {
 		// SELECT max(time) FROM t WHERE host = 'h7' (when a series last
 		// reported): the time of the newest matching row, which the
-		// rows kept for LIMIT 1 hold, ties included.
+		// rows kept for LIMIT 1 hold, ties included; arg_max(col, time),
+		// the newest matching row's col that is not NULL, is held by the
+		// rows kept for LIMIT 1 of the rows where col is not NULL.
 		if len(mods) > 0 {
 			return nil
 		}
-		return &newestPrune{key: key, n: 1, exact: b, equals: eq}
+		return &newestPrune{key: key, n: 1, exact: b, equals: eq, nonNull: nonNull}
 	}
 	for _, x := range list {
 		m, _ := x.(map[string]any)
@@ -111,20 +119,24 @@ func newestOf(tree map[string]any, db string, exact, exactEq map[buffer.TableKey
 }
 
 // newestAggregates says whether list is aggregates of the newest row
-// alone: max(time), arg_max(time, time) and arg_max_null(col, time) (not
-// arg_max(col, time), which passes over rows whose col is NULL to older
-// ones).
-func newestAggregates(sh *shapeCheck, list []any) bool {
+// alone: max(time), arg_max(time, time), arg_max_null(col, time), and
+// arg_max (max_by) of columns by time, which pass over the rows whose
+// column is NULL: those columns are nonNull (lower-cased).
+func newestAggregates(sh *shapeCheck, list []any) (nonNull []string, ok bool) {
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		if m == nil || m["class"] != "FUNCTION" {
-			return false
+			return nil, false
 		}
-		if col, ok := sh.lastAggregate(m); !ok || col != "" {
-			return false
+		col, ok := sh.lastAggregate(m)
+		if !ok {
+			return nil, false
+		}
+		if col != "" && !slices.Contains(nonNull, col) {
+			nonNull = append(nonNull, col)
 		}
 	}
-	return true
+	return nonNull, true
 }
 
 // prune leaves out of chunks and files those whose rows are all older
@@ -139,7 +151,7 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	var spans []span
 	for _, c := range chunks {
 		if n := c.Rec.NumRows(); n > 0 && sure.sure(c.MinTime, c.MaxTime, cutoff) {
-			if p.equals != nil {
+			if p.equals != nil || p.nonNull != nil {
 				spans = append(spans, span{min: c.MinTime, rec: c.Rec})
 			} else {
 				spans = append(spans, span{min: c.MinTime, rows: n})
@@ -147,7 +159,8 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		}
 	}
 	for _, f := range files {
-		if f.Rows > 0 && p.equals == nil && sure.sure(f.MinTime, f.MaxTime, cutoff) {
+		// A file's rows of a NULL column are not known: it counts none.
+		if f.Rows > 0 && p.equals == nil && p.nonNull == nil && sure.sure(f.MinTime, f.MaxTime, cutoff) {
 			spans = append(spans, span{min: f.MinTime, rows: f.Rows})
 		}
 	}
@@ -162,7 +175,7 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 				break // a rare series: the full scan is cheaper than counting on
 			}
 			var w int
-			s.rows, w = countEqual(s.rec, p.equals, memo)
+			s.rows, w = countCertain(s.rec, p.equals, p.nonNull, memo)
 			work += w
 		}
 		if rows += s.rows; rows >= p.n {
@@ -198,17 +211,53 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 // millisecond.
 const newestCountBudget = 1 << 22
 
-// countEqual counts the rows of rec (a buffered chunk) whose columns hold
-// one of the values equals gives them (selectRows). A column it cannot
+// countCertain counts the rows of rec (a buffered chunk) whose columns
+// hold one of the values equals gives them (selectRows; nil: every row)
+// and that hold a value in every column of nonNull. A column it cannot
 // test (missing from rec, not a string) makes the count 0: an undercount
 // only prunes less. memo is the pruning's (its chunks are retained while
 // it runs); work is the rows and dictionary entries looked at.
-func countEqual(rec arrow.RecordBatch, equals map[string][]string, memo *selectMemo) (count int64, work int) {
+func countCertain(rec arrow.RecordBatch, equals map[string][]string, nonNull []string, memo *selectMemo) (count int64, work int) {
+	var cols []arrow.Array // of nonNull, those with a NULL
+	for _, name := range nonNull {
+		a, ok := uniqueColumn(rec, name)
+		if !ok {
+			return 0, 1 // every row NULL there
+		}
+		if a.NullN() > 0 {
+			cols = append(cols, a)
+		}
+	}
+	held := func(r int) bool {
+		for _, a := range cols {
+			if a.IsNull(r) {
+				return false
+			}
+		}
+		return true
+	}
+	if equals == nil {
+		n := int(rec.NumRows())
+		if len(cols) == 0 {
+			return int64(n), 1
+		}
+		for r := range n {
+			if held(r) {
+				count++
+			}
+		}
+		return count, n
+	}
 	searched := memo.searched
 	sel, _, every := selectRows(rec, equals, memo)
 	work = int(rec.NumRows()) + memo.searched - searched
 	if !every {
 		return 0, work
 	}
-	return int64(len(sel)), work
+	for _, r := range sel {
+		if held(int(r)) {
+			count++
+		}
+	}
+	return count, work
 }

@@ -126,11 +126,16 @@ func TestNewestRows(t *testing.T) {
 			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE host = '%s'", h),
 			fmt.Sprintf("SELECT max(c.time) AS seen, arg_max_null(usage, time), arg_max(time, time) FROM db.cpu c WHERE host = '%s' AND time <= %s", h, lit(e)),
 			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE host IN ('h0', '%s') AND time < %s", h, lit(e+1)),
-			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE time <= %s", lit(e)))
+			fmt.Sprintf("SELECT max(time) FROM db.cpu WHERE time <= %s", lit(e)),
+			// usage is NULL in a row of nine: arg_max passes over those.
+			fmt.Sprintf("SELECT arg_max(usage, time), max(time) FROM db.cpu WHERE host = '%s' AND time <= %s", h, lit(e)),
+			fmt.Sprintf("SELECT max_by(c.usage, c.time), arg_max(host, time) FROM db.cpu c WHERE time < %s", lit(e+1)))
 	}
 	last = append(last,
 		"SELECT max(time) FROM db.cpu WHERE host = 'h9'", // no such series: NULL
-		"SELECT max(time), arg_max_null(host, time) FROM db.cpu WHERE host = 'h1' AND host = 'h2'")
+		"SELECT max(time), arg_max_null(host, time) FROM db.cpu WHERE host = 'h1' AND host = 'h2'",
+		"SELECT arg_max(usage, time) FROM db.cpu WHERE host = 'h2'",
+		"SELECT arg_max(usage, time) FROM db.cpu WHERE host = 'h9'")
 	before = s.e.Stats()
 	for _, q := range last {
 		equalRows(t, q, s.query(q, ""), ref.query(q))
@@ -159,7 +164,8 @@ func TestNewestRows(t *testing.T) {
 		"SELECT time, row_number() OVER (ORDER BY time) FROM db.cpu ORDER BY time DESC LIMIT 10",
 		"SELECT max(time) FROM db.cpu ORDER BY 1 DESC LIMIT 1",
 		"SELECT max(time) FROM db.cpu WHERE host = 'h1' LIMIT 1",
-		"SELECT arg_max(usage, time) FROM db.cpu WHERE host = 'h1'", // passes over NULL usages to older rows
+		"SELECT arg_max(usage, time) FROM db.cpu WHERE host = 'h1' AND usage > 50",
+		"SELECT arg_max(usage, time + INTERVAL 1 SECOND) FROM db.cpu WHERE host = 'h1'",
 		"SELECT max(time), count(*) FROM db.cpu WHERE host = 'h1'",
 		"SELECT max(time), max(usage) FROM db.cpu WHERE host = 'h1'",
 		"SELECT min(time) FROM db.cpu WHERE host = 'h1'",
@@ -206,4 +212,52 @@ func timeEdges(s *storeEnv, db, table string) []int64 {
 // nsLiteral is a TIMESTAMP_NS literal of ns.
 func nsLiteral(ns int64) string {
 	return "TIMESTAMP_NS '" + time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + "'"
+}
+
+// TestNewestArgMaxNulls: arg_max(col, time) of a series whose newest rows
+// hold no col answers an older row's, from a persisted file the newest
+// chunk alone would have left out: rows whose col is NULL count for
+// nothing in the pruning, and files, whose NULLs are not known, neither.
+func TestNewestArgMaxNulls(t *testing.T) {
+	s := newStoreEnv(t, objstore.NewMemory(), Config{})
+	ref := newRefDB(t)
+	ref.exec(`CREATE SCHEMA db; CREATE TABLE db.ev (time TIMESTAMP_NS, host VARCHAR, usage DOUBLE)`)
+	put := func(start int64, n int, usage func(i int) any) {
+		ts, host, u := make([]any, n), make([]any, n), make([]any, n)
+		for i := range n {
+			ts[i], host[i], u[i] = start+int64(i)*int64(time.Second), []string{"a", "b"}[i%2], usage(i)
+		}
+		rec := batch(s.mem, col{"time", tsNs, ts}, col{"host", arrow.BinaryTypes.String, host}, col{"usage", arrow.PrimitiveTypes.Float64, u})
+		ref.append("db", "ev", rec)
+		s.write("db", "ev", rec)
+	}
+	put(base, 100, func(i int) any { return float64(i) })
+	s.roll()
+	s.waitReleased(t, 1)
+	put(base+int64(time.Hour), 100, func(i int) any {
+		if i%2 == 0 {
+			return nil // a's newest rows: no usage
+		}
+		return float64(1000 + i)
+	})
+	for _, q := range []string{
+		"SELECT arg_max(usage, time) FROM db.ev WHERE host = 'a'",
+		"SELECT arg_max(usage, time), max(time) FROM db.ev WHERE host = 'a'",
+		"SELECT arg_max(usage, time) FROM db.ev WHERE host = 'b'",
+		"SELECT max_by(usage, time) FROM db.ev",
+	} {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
+	// All persisted, the newest file's usage all NULL: it counts for
+	// nothing, and the older files are read.
+	s.roll()
+	put(base+2*int64(time.Hour), 100, func(int) any { return nil })
+	s.roll()
+	s.waitReleased(t, 3)
+	for _, q := range []string{
+		"SELECT arg_max(usage, time) FROM db.ev",
+		"SELECT arg_max(usage, time), arg_max(host, time) FROM db.ev",
+	} {
+		equalRows(t, q, s.query(q, ""), ref.query(q))
+	}
 }
