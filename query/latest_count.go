@@ -51,20 +51,13 @@ func latestCountOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *lat
 	if len(children) != 1 {
 		return nil
 	}
-	g, ok := p.keyOf(sh, t, children[0], eq)
-	if !ok {
+	i, ok, direct := p.keyAndWhere(node, sh, t, children[0], eq)
+	switch {
+	case !ok:
 		return nil
+	case direct:
+		p.project, p.table, p.countKeys = []int{i}, t, true
 	}
-	if w := node["where_clause"]; w != nil {
-		if !p.whereOf(w, t, sh) {
-			return p
-		}
-	}
-	i, ok := columnIndex(t, g)
-	if !ok {
-		return p
-	}
-	p.project, p.table, p.countKeys = []int{i}, t, true
 	return p
 }
 

@@ -116,6 +116,21 @@ func latestDistinctOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *
 	return p
 }
 
+// keyAndWhere takes e as p's key (keyOf) and node's WHERE (whereOf), and
+// returns the key's column of t. ok false: e is no key p can have; direct
+// false: p prunes, and DuckDB answers over what it keeps.
+func (p *latestPrune) keyAndWhere(node map[string]any, sh *shapeCheck, t *catalog.Table, e any, eq map[string][]string) (col int, ok, direct bool) {
+	g, ok := p.keyOf(sh, t, e, eq)
+	if !ok {
+		return 0, false, false
+	}
+	if w := node["where_clause"]; w != nil && !p.whereOf(w, t, sh) {
+		return 0, true, false
+	}
+	col, direct = columnIndex(t, g)
+	return col, true, direct
+}
+
 // latestValuesOf recognizes SELECT DISTINCT key FROM t [WHERE …]
 // [ORDER BY key] [LIMIT n] (rest: the modifiers after DISTINCT), the
 // values of a tag a dashboard lists in its drop-down: the key values of
@@ -127,17 +142,11 @@ func latestValuesOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *la
 	if len(list) != 1 {
 		return nil
 	}
-	g, ok := p.keyOf(sh, t, list[0], eq)
+	i, ok, direct := p.keyAndWhere(node, sh, t, list[0], eq)
 	if !ok {
 		return nil
 	}
-	if w := node["where_clause"]; w != nil {
-		if !p.whereOf(w, t, sh) {
-			return p
-		}
-	}
-	i, ok := columnIndex(t, g)
-	if !ok {
+	if !direct {
 		return p
 	}
 	project := []int{i}
