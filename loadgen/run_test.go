@@ -295,13 +295,16 @@ func TestRunCancel(t *testing.T) {
 	q.Concurrency = 2
 	cfg.Query = &q
 	ctx, cancel := context.WithCancel(t.Context())
-	// Cancelled 300 ms in, once the server has taken writes and queries
-	// beyond the first of each client (so that each kind has finished
-	// some: on a busy machine 300 ms alone may not be enough).
+	// Cancelled 300 ms in, once the server has taken writes and more
+	// queries than the clients' number times the kinds': each client
+	// takes the kinds in turn, so one has then sent a query after one of
+	// every kind, which it had finished and counted (on a busy machine
+	// 300 ms alone may not be enough, nor a query beyond each client's
+	// first: a kind was once left with none).
 	go func() {
 		defer cancel()
 		for deadline := time.Now().Add(300 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) && fake.rows("bench", "cpu") > 0 && fake.queries() > int64(q.Concurrency) {
+			if time.Now().After(deadline) && fake.rows("bench", "cpu") > 0 && fake.queries() > int64(q.Concurrency*len(q.Queries)) {
 				time.Sleep(50 * time.Millisecond)
 				return
 			}
