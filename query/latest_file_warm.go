@@ -48,7 +48,7 @@ type latestWarm struct {
 	// The hint of the files whose latest rows to read ahead after a
 	// restart (latest_file_hint.go), only used by the read-ahead's
 	// goroutine and by Close once it has returned.
-	hintPath  string            // "" without a cache directory
+	hintPath  string            // "" without a state directory
 	hinted    []latestHintEntry // read at Open, read ahead first
 	hintSaved []latestHintEntry // the last written
 }
