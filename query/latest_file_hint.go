@@ -67,10 +67,16 @@ func latestHintPath(dir string) string {
 }
 
 // loadLatestHint reads the hint at path; nil if there is none or it cannot
-// be used (logged).
+// be used (logged). The temporary files of writes cut short (a crash
+// between their creation and their rename) are removed.
 func (e *Engine) loadLatestHint(path string) []latestHintEntry {
 	if path == "" {
 		return nil
+	}
+	if stale, err := filepath.Glob(path + ".*.tmp"); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

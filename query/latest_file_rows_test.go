@@ -312,6 +312,17 @@ func TestLatestHintAfterRestart(t *testing.T) {
 	}
 
 	hint := filepath.Join(s.dataDir, "query", latestHintName)
+	// A write cut short by a crash leaves its temporary file: the next
+	// engine removes it.
+	s.env.close()
+	stale := hint + ".123.tmp"
+	if err := os.WriteFile(stale, []byte(`{"version":1,"fi`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.open(t)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a cut-short hint's temporary file is still there: %v", err)
+	}
 	for name, content := range map[string]string{
 		"torn":        `{"version":1,"files":[{"path":`,
 		"new version": `{"version":2,"files":[]}`,
