@@ -1,12 +1,12 @@
 package flightsvc
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -105,17 +105,36 @@ func (c *schemaEncodings) of(schema *arrow.Schema) *schemaEncoding {
 // size is what an encoding holds, counted twice for the schema it keeps.
 func (e *schemaEncoding) size() int { return 2 * (len(e.stream) + len(e.message)) }
 
+// encodeSchema encodes schema once, as its IPC Schema message, and frames
+// that as flight.SerializeSchema does (the stream form), rather than
+// encoding it a second time through an ipc.Writer: a result too wide to
+// keep is encoded at every query.
 func encodeSchema(schema *arrow.Schema, mem memory.Allocator) *schemaEncoding {
 	p := ipc.GetSchemaPayload(schema, mem)
 	defer p.Release()
 	meta := p.Meta()
 	defer meta.Release()
+	message := append([]byte(nil), meta.Bytes()...)
 	return &schemaEncoding{
 		schema:       schema,
-		stream:       flight.SerializeSchema(schema, mem),
-		message:      append([]byte(nil), meta.Bytes()...),
+		stream:       ipcStreamOf(message),
+		message:      message,
 		dictionaries: hasDictionaries(schema.Fields()),
 	}
+}
+
+// ipcStreamOf frames message as an IPC stream of it alone, as an
+// ipc.Writer does: the continuation marker, the length of the message
+// padded to 8 bytes, the message and its padding, then the end-of-stream
+// marker.
+func ipcStreamOf(message []byte) []byte {
+	padded := (len(message) + 7) &^ 7
+	out := make([]byte, 8+padded+8)
+	binary.LittleEndian.PutUint32(out[0:], 0xFFFFFFFF)
+	binary.LittleEndian.PutUint32(out[4:], uint32(padded))
+	copy(out[8:], message)
+	binary.LittleEndian.PutUint32(out[8+padded:], 0xFFFFFFFF) // then 4 zero bytes
+	return out
 }
 
 // sameSchema says whether a and b encode alike: the same endianness,
