@@ -395,6 +395,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 	e.warmDone = make(chan struct{})
 	e.latestWarm.hintPath = latestHintPath(cfg.StateDir)
 	e.latestWarm.hinted = e.loadLatestHint(e.latestWarm.hintPath)
+	e.latestWarm.hintDone = make(chan struct{})
 	go e.runLatestWarm(warmCtx, e.warmDone)
 	return e, nil
 }

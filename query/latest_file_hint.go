@@ -38,6 +38,9 @@ const (
 	latestHintName  = "latest-rows.json"
 	latestHintEvery = time.Minute
 	latestHintMax   = 4096
+	// latestHintMaxBytes bounds the file read: latestHintMax entries of
+	// paths of up to 1 KiB and more.
+	latestHintMaxBytes = 8 << 20
 	// latestHintVersion is the format written; another is ignored.
 	latestHintVersion = 1
 )
@@ -78,19 +81,26 @@ func (e *Engine) loadLatestHint(path string) []latestHintEntry {
 			os.Remove(f)
 		}
 	}
-	b, err := os.ReadFile(path)
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	var h latestHint
+	if err == nil && fi.Size() > latestHintMaxBytes {
+		err = fmt.Errorf("%d bytes, more than the %d a list of %d files takes", fi.Size(), latestHintMaxBytes, latestHintMax)
+	}
 	if err == nil {
-		err = json.Unmarshal(b, &h)
+		var b []byte
+		if b, err = os.ReadFile(path); err == nil {
+			err = json.Unmarshal(b, &h)
+		}
 	}
 	if err == nil && h.Version != latestHintVersion {
 		err = fmt.Errorf("version %d, this server writes %d", h.Version, latestHintVersion)
 	}
 	if err != nil {
-		e.log.Warn("the list of files whose latest rows to read ahead is unusable; queries will read them", "path", path, "err", err)
+		e.log.Warn("the list of files whose latest rows to read ahead after a restart is unusable: queries will read those files, and the list is written anew within a minute of their reads",
+			"path", path, "err", err)
 		return nil
 	}
 	if len(h.Files) > latestHintMax {

@@ -292,12 +292,7 @@ func TestLatestHintAfterRestart(t *testing.T) {
 		t.Helper()
 		s.env.close()
 		s.open(t)
-		// The read-ahead's goroutine reads the hint first; done when a
-		// file is read ahead, or at once when none is to be.
-		deadline := time.Now().Add(10 * time.Second)
-		for _, a := reads(); a == 0 && time.Now().Before(deadline); _, a = reads() {
-			time.Sleep(5 * time.Millisecond)
-		}
+		<-s.e.latestWarm.hintDone // the read-ahead's goroutine reads the hint first
 	}
 	restart()
 	if r, a := reads(); r != 1 || a != 1 {
@@ -323,18 +318,24 @@ func TestLatestHintAfterRestart(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("a cut-short hint's temporary file is still there: %v", err)
 	}
+	good, err := os.ReadFile(hint)
+	if err != nil || !strings.Contains(string(good), `"col":"host"`) {
+		t.Fatalf("the hint written at Close: %q, %v", good, err)
+	}
 	for name, content := range map[string]string{
 		"torn":        `{"version":1,"files":[{"path":`,
 		"new version": `{"version":2,"files":[]}`,
 		"gone files":  `{"version":1,"files":[{"path":"db/cpu/x.parquet","size":10,"crc32c":1,"col":"host"}]}`,
+		// The engine's own list, which it would read ahead, padded past
+		// the bound.
+		"too large": strings.TrimSuffix(string(good), "}") + strings.Repeat(" ", latestHintMaxBytes) + "}",
 	} {
 		s.env.close()
 		if err := os.WriteFile(hint, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		s.open(t)
-		s.e.stopWarm()
-		<-s.e.warmDone // the hint was dealt with
+		<-s.e.latestWarm.hintDone // the hint was dealt with
 		if r, a := reads(); r != 0 || a != 0 {
 			t.Fatalf("%s hint: %d files read, %d ahead; want none", name, r, a)
 		}

@@ -51,6 +51,7 @@ type latestWarm struct {
 	hintPath  string            // "" without a state directory
 	hinted    []latestHintEntry // read at Open, read ahead first
 	hintSaved []latestHintEntry // the last written
+	hintDone  chan struct{}     // closed once the hint was read ahead
 }
 
 // wantState is when a query of a want last needed files, and the
@@ -108,6 +109,7 @@ func (l *latestWarm) first(k fileKeysKey) bool {
 func (e *Engine) runLatestWarm(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	e.warmHinted(ctx)
+	close(e.latestWarm.hintDone)
 	tick := time.NewTicker(latestWarmEvery)
 	defer tick.Stop()
 	saved := time.Now()
