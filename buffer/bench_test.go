@@ -241,14 +241,27 @@ func dirSize(b *testing.B, dir string) int64 {
 }
 
 // BenchmarkWrite is the write path without the network: batches of 64k
-// rows (1000 hosts) through Write (normalize, encode for the WAL, append,
-// buffer), with the WAL written but not synced. MB/s of IPC input.
+// rows through Write (normalize, encode for the WAL, append, buffer),
+// with the WAL written but not synced. MB/s of IPC input. The host
+// column holds 1,000 values, 100,000 (chunks of their own dictionaries,
+// and the partition's series ids: series.go), or a new one every row
+// (past the series ids' bound).
 func BenchmarkWrite(b *testing.B) {
+	for _, hosts := range []int{1000, 100_000, 0} {
+		name := fmt.Sprintf("hosts=%d", hosts)
+		if hosts == 0 {
+			name = "hosts=unique"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkWrite(b, hosts) })
+	}
+}
+
+func benchmarkWrite(b *testing.B, hosts int) {
 	const rows, batches = 65536, 16
 	recs := make([]arrow.RecordBatch, batches)
 	var size int64
 	for i := range recs {
-		recs[i] = benchRecord(memory.DefaultAllocator, i*rows, rows, 1000)
+		recs[i] = benchRecord(memory.DefaultAllocator, i*rows, rows, hosts)
 		size += ipcSize(b, recs[i])
 	}
 	defer func() {
