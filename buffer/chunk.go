@@ -21,6 +21,9 @@ var timeType = &arrow.TimestampType{Unit: arrow.Nanosecond}
 type Chunk struct {
 	Rec              arrow.RecordBatch
 	MinTime, MaxTime int64 // ns since the epoch, inclusive
+	// Series are the series ids of the dictionaries of string columns,
+	// by column name, for those that have them (series.go).
+	Series map[string]SeriesIDs
 }
 
 // ChunkStat is a chunk's rows and time range, without its data: what a
@@ -34,6 +37,7 @@ type ChunkStat struct {
 // chunkRows rows and is sealed.
 type openChunk struct {
 	dicts  map[string]*stringDict // the partition's, by column name
+	series map[string]*SeriesSpace
 	fields []arrow.Field
 	cols   []column
 	byName map[string]int
@@ -43,10 +47,10 @@ type openChunk struct {
 	maxT   int64
 }
 
-// newOpenChunk returns an empty chunk over a partition's dictionaries that
-// expects about rows rows.
-func newOpenChunk(dicts map[string]*stringDict, rows int) *openChunk {
-	return &openChunk{dicts: dicts, rows: rows, byName: make(map[string]int), minT: math.MaxInt64, maxT: math.MinInt64}
+// newOpenChunk returns an empty chunk over a partition's dictionaries and
+// series spaces that expects about rows rows.
+func newOpenChunk(dicts map[string]*stringDict, series map[string]*SeriesSpace, rows int) *openChunk {
+	return &openChunk{dicts: dicts, series: series, rows: rows, byName: make(map[string]int), minT: math.MaxInt64, maxT: math.MinInt64}
 }
 
 // addColumn adds a column, null in the rows already there.
@@ -56,6 +60,14 @@ func (c *openChunk) addColumn(name string, logical arrow.DataType) (int, error) 
 		if dict = c.dicts[name]; dict == nil {
 			dict = newStringDict()
 			c.dicts[name] = dict
+			sp := c.series[name]
+			if sp == nil {
+				sp = newSeriesSpace()
+				c.series[name] = sp
+			}
+			if !sp.full {
+				sp.begin(dict)
+			}
 		}
 	}
 	col, err := newColumn(logical, dict)
@@ -117,15 +129,24 @@ func (c *openChunk) append(b *batch, off, n int) error {
 // being sealed and is not appended to again.
 func (c *openChunk) chunk(own bool) Chunk {
 	arrs := make([]arrow.Array, len(c.cols))
+	var series map[string]SeriesIDs
 	for i, col := range c.cols {
 		arrs[i] = col.array(c.n, own)
+		if sc, ok := col.(*stringColumn); ok {
+			if ids, ok := sc.seriesIDs(); ok {
+				if series == nil {
+					series = make(map[string]SeriesIDs)
+				}
+				series[c.fields[i].Name] = ids
+			}
+		}
 	}
 	fields := c.fields[:len(c.fields):len(c.fields)]
 	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(c.n))
 	for _, a := range arrs {
 		a.Release()
 	}
-	return Chunk{Rec: rec, MinTime: c.minT, MaxTime: c.maxT}
+	return Chunk{Rec: rec, MinTime: c.minT, MaxTime: c.maxT, Series: series}
 }
 
 func (c *openChunk) size() int64 {

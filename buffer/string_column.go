@@ -39,6 +39,15 @@ type stringDict struct {
 	srcData    []byte
 
 	chunks int // sealed chunks that use it
+
+	// series, when not nil, numbers the values across the partition's
+	// dictionaries of the column and looks them up in place of index
+	// (which stays empty), and ids[i] is the i-th value's id (series.go);
+	// gen is the dictionary's stamp in the space. Dropped, index made,
+	// once the space is full.
+	series *SeriesSpace
+	gen    uint32
+	ids    []int32
 }
 
 func newStringDict() *stringDict {
@@ -48,18 +57,28 @@ func newStringDict() *stringDict {
 func (d *stringDict) len() int { return len(d.offsets) - 1 }
 
 func (d *stringDict) intern(s string) int32 {
+	if d.series != nil {
+		if id, ok := d.internSeries(s); ok {
+			return id
+		}
+	}
 	if id, ok := d.index[s]; ok {
 		return id
 	}
-	id := int32(d.len())
-	d.data = append(d.data, s...)
-	d.offsets = append(d.offsets, int32(len(d.data)))
+	id := d.add(s)
 	// s may point into an Arrow buffer released after the write: the key
 	// must own its bytes.
 	d.index[strings.Clone(s)] = id
 	return id
 }
 
+// add appends s to the values and returns its index.
+func (d *stringDict) add(s string) int32 {
+	id := int32(d.len())
+	d.data = append(d.data, s...)
+	d.offsets = append(d.offsets, int32(len(d.data)))
+	return id
+}
 // values is the dictionary as it is now, sharing memory.
 func (d *stringDict) values() arrow.ArrayData {
 	nd := d.len()
@@ -73,11 +92,14 @@ func (d *stringDict) values() arrow.ArrayData {
 func (d *stringDict) shrink() {
 	d.offsets = shrink(d.offsets)
 	d.data = shrink(d.data)
+	if d.ids != nil {
+		d.ids = shrink(d.ids)
+	}
 }
 
 func (d *stringDict) size() int64 {
 	// A map entry costs its key's bytes again plus about 48 bytes.
-	return int64(cap(d.offsets))*4 + int64(cap(d.data)) + int64(len(d.index))*48 + int64(len(d.data)) +
+	return int64(cap(d.offsets))*4 + int64(cap(d.data)) + int64(len(d.index))*48 + int64(len(d.data)) + int64(cap(d.ids))*4 +
 		int64(cap(d.srcOffsets))*4 + int64(cap(d.srcData))
 }
 

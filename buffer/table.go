@@ -28,6 +28,9 @@ type partition struct {
 	open   *openChunk
 	// dicts intern the partition's string columns, shared by its chunks.
 	dicts map[string]*stringDict
+	// series number each string column's values across its dictionaries
+	// (series.go).
+	series map[string]*SeriesSpace
 	// retired counts the bytes of dictionaries no longer taking values but
 	// still referenced by sealed chunks.
 	retired int64
@@ -42,6 +45,9 @@ func (p *partition) size() int64 {
 	}
 	for _, d := range p.dicts {
 		s += d.size()
+	}
+	for _, sp := range p.series {
+		s += sp.size()
 	}
 	return s
 }
@@ -70,7 +76,7 @@ func (p *partition) dictsToRetire(chunkRows int, all bool) []string {
 func (p *partition) retireDicts(names []string) {
 	for _, name := range names {
 		d := p.dicts[name]
-		p.retired += int64(cap(d.offsets))*4 + int64(cap(d.data))
+		p.retired += int64(cap(d.offsets))*4 + int64(cap(d.data)) + int64(cap(d.ids))*4
 		delete(p.dicts, name)
 	}
 }
@@ -131,6 +137,7 @@ func (t *tableBuffer) appendRunLocked(b *batch, day int64, off, n int) error {
 		if p.open == nil {
 			if p.dicts == nil {
 				p.dicts = make(map[string]*stringDict)
+				p.series = make(map[string]*SeriesSpace)
 			}
 			// A partition that filled a chunk fills the next: reserve it
 			// whole, rather than let small batches grow it by copies.
@@ -138,7 +145,7 @@ func (t *tableBuffer) appendRunLocked(b *batch, day int64, off, n int) error {
 			if len(p.sealed) > 0 {
 				rows = t.chunkRows
 			}
-			p.open = newOpenChunk(p.dicts, rows)
+			p.open = newOpenChunk(p.dicts, p.series, rows)
 		}
 		k := min(n, t.chunkRows-p.open.n)
 		before := p.size()

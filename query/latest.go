@@ -268,16 +268,13 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
 	sure := metaAgg{exact: p.exact}
-	// A partition's chunks share a dictionary that only grows: its
-	// newest chunk's tells how many key values to make room for.
-	hint := 0
-	if len(order) > 0 {
-		if k, ok := latestKeyOf(chunks[order[0]].Rec, p.col); ok && k.dict != nil {
-			hint = k.dict.Len()
-		}
+	hint := keyValuesHint(chunks, p.col)
+	if p.only != nil {
+		hint = min(hint, len(p.only)) // credit bounds no other value
 	}
 	b := newLatestBounds(hint)
 	b.only = p.only
+	b.useSpaces(chunks, p.col)
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {
@@ -289,6 +286,7 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		if !ok {
 			continue
 		}
+		k.series = seriesOf(c, p.col, k)
 		if b.covered(k, c.MaxTime) {
 			out[i] = true
 			n++
@@ -370,6 +368,9 @@ type latestKey struct {
 	arr  *array.Dictionary
 	dict *array.String
 	idx  []int32
+	// series, when not nil, are the series ids of dict's values, by
+	// which the bounds are read when b.spaces says so (latest_series.go).
+	series *buffer.SeriesIDs
 }
 
 // latestKeyOf finds column col of rec; ok is false for a column that is
@@ -403,7 +404,10 @@ type latestBounds struct {
 	latest    int64 // the greatest bound, NULL's included
 	version   int   // changes with every raised bound
 	dictMemos map[dictID]*dictMemo
-	work      int
+	// spaces are the memos of the series spaces that chunks are checked
+	// by (latest_series.go); a space not in it is not used.
+	spaces map[*buffer.SeriesSpace]*spaceMemo
+	work   int
 	// only: latestPrune.only. Values not in it, and NULL, need no bound.
 	only map[string]bool
 }
@@ -437,6 +441,11 @@ func (b *latestBounds) covered(k latestKey, maxTime int64) bool {
 	}
 	if k.dict == nil || k.dict.Len() == 0 {
 		return true
+	}
+	if k.series != nil {
+		if sm, ok := b.spaces[k.series.Space]; ok {
+			return b.coveredBySeries(k, sm, maxTime)
+		}
 	}
 	m := b.memo(k.dict)
 	if m.least > maxTime {
@@ -569,15 +578,27 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 			}
 		}
 		b.work += len(best)
+		sm := b.currentSpaceMemo(k)
 		for i, t := range best {
 			if t == math.MinInt64 {
 				continue
 			}
 			s := k.dict.Value(i)
+			if b.only != nil && !b.only[s] {
+				// Needs no bound (covered, coveredValues, the memos).
+				b.latest = max(b.latest, t)
+				continue
+			}
 			if old, ok := b.bound[s]; !ok || t > old {
 				b.bound[s], raised = t, true
 				b.latest = max(b.latest, t)
+				if sm != nil {
+					sm.raise(k.series.IDs[i], s, t, b.only)
+				}
 			}
+		}
+		if raised && sm != nil && sm.version == b.version {
+			sm.version = b.version + 1 // raised in place: current still
 		}
 	}
 	if raised {

@@ -197,13 +197,7 @@ type latestPick struct {
 // only alone when it is not nil. ok false: a chunk's key is not
 // dictionary-encoded strings, or its times hold a NULL.
 func pickLatest(chunks []buffer.Chunk, col string, within timeBounds, only map[string]bool) (_ []latestPick, ok bool) {
-	hint := 0
-	for _, c := range chunks {
-		if k, ok := latestKeyOf(c.Rec, col); ok && k.dict != nil {
-			hint = max(hint, k.dict.Len())
-		}
-	}
-	p := newLatestPicker(col, hint, false)
+	p := newLatestPicker(col, keyValuesHint(chunks, col), false)
 	p.within = within
 	for ci, c := range chunks {
 		if !p.add(ci, c.Rec) {

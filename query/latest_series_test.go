@@ -1,0 +1,106 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apron-db/apron/buffer"
+)
+
+// TestLatestManySeries checks the latest row per key against DuckDB when
+// the key has more values than a chunk shares a dictionary for (3,000
+// hosts: each chunk has a dictionary of its own, and chunks are checked
+// by the partition's series ids, latest_series.go): series that stop
+// reporting, NULL keys, a series whose newest rows have no usage, two
+// days (two spaces), the open chunk, key values the WHERE admits, and
+// bounds on time at every chunk's edges.
+func TestLatestManySeries(t *testing.T) {
+	s, ref, rng, write := cpuStore(t, Config{}, 11)
+	host := func(int) any { return fmt.Sprintf("s%04d", rng.IntN(3000)) }
+	usage := func(_ int, h any) any {
+		if h == "s0007" || rng.IntN(11) == 0 {
+			return nil
+		}
+		return float64(rng.IntN(1000)) / 10
+	}
+	// A day before: a partition, and a space, of its own.
+	write(base-int64(24*time.Hour), int64(time.Hour), 20_000, host, usage, false)
+	for j := range 10 {
+		h := host
+		switch j {
+		case 0: // "gone-N" only here
+			h = func(i int) any {
+				if i%50 == 0 {
+					return fmt.Sprintf("gone-%d", i%7)
+				}
+				return host(i)
+			}
+		case 4: // NULL keys only here
+			h = func(i int) any {
+				if i%30 == 0 {
+					return nil
+				}
+				return host(i)
+			}
+		}
+		u := usage
+		if j < 8 { // s0007 has a usage in older rows only
+			u = func(i int, h any) any {
+				if h == "s0007" {
+					return 1.5
+				}
+				return usage(i, h)
+			}
+		}
+		write(base+int64(j)*int64(10*time.Minute), int64(10*time.Minute), 8_000, h, u, j >= 2)
+	}
+
+	v := s.wb.View()
+	var chunks []buffer.Chunk
+	for _, seg := range v.Buffered {
+		chunks = append(chunks, v.Chunks(seg, "db", "cpu")...)
+	}
+	b := newLatestBounds(0)
+	b.useSpaces(chunks, "host")
+	if len(b.spaces) != 2 {
+		t.Errorf("chunks checked by %d series spaces, want 2 (a day each)", len(b.spaces))
+	}
+	for _, c := range chunks {
+		c.Rec.Release()
+	}
+	v.Release()
+
+	queries := []string{
+		"SELECT host, max(time) FROM db.cpu GROUP BY host",
+		"SELECT host, arg_max(usage, time), max(time) FROM db.cpu GROUP BY host",
+		"SELECT host, arg_max_null(usage, time) FROM db.cpu GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu GROUP BY host ORDER BY max(time) DESC LIMIT 5",
+		"SELECT count(DISTINCT host) FROM db.cpu",
+		"SELECT DISTINCT host FROM db.cpu",
+		"SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE host IN ('s0007', 'gone-3', 's2999', 'nope') GROUP BY host",
+		"SELECT host, arg_max(usage, time) FROM db.cpu WHERE host = 's0007' GROUP BY host",
+		"SELECT max(time), arg_max(usage, time) FROM db.cpu WHERE host = 's0100'",
+		"SELECT region, max(time), arg_max(host, time) FROM db.cpu GROUP BY region",
+	}
+	edges := timeEdges(s, "db", "cpu")
+	for i, e := range edges {
+		other := edges[(i*7+3)%len(edges)]
+		lo, hi := min(e, other), max(e, other)
+		queries = append(queries,
+			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE time >= %s GROUP BY host", nsLiteral(e)),
+			fmt.Sprintf("SELECT host, arg_max_null(usage, time) FROM db.cpu WHERE time > %s AND time <= %s GROUP BY host", nsLiteral(lo), nsLiteral(hi)),
+			fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time < %s AND host IN ('s0001', 'gone-1') GROUP BY host", nsLiteral(e)))
+	}
+	before := s.e.Stats()
+	for _, q := range queries {
+		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
+	}
+	st := s.e.Stats()
+	if st.LatestChunks == before.LatestChunks {
+		t.Errorf("no chunk left out")
+	}
+	t.Logf("%d chunks left out over %d queries", st.LatestChunks-before.LatestChunks, len(queries))
+}
