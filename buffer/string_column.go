@@ -79,6 +79,7 @@ func (d *stringDict) add(s string) int32 {
 	d.offsets = append(d.offsets, int32(len(d.data)))
 	return id
 }
+
 // values is the dictionary as it is now, sharing memory.
 func (d *stringDict) values() arrow.ArrayData {
 	nd := d.len()
