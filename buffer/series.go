@@ -1,6 +1,9 @@
 package buffer
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // Series ids.
 //
@@ -41,6 +44,9 @@ const maxSeries = 1 << 17
 // of its own for each chunk then costs no map of its own to fill, and a
 // value already numbered costs one lookup, as in the dictionary's map.
 type SeriesSpace struct {
+	// mu guards index against Lookup: the partition's writer (under its
+	// table's lock) reads it without, and writes it under mu.
+	mu     sync.RWMutex
 	index  map[string]int32
 	values []string // values[id]
 	bytes  int64    // of values
@@ -52,6 +58,16 @@ type SeriesSpace struct {
 
 func newSeriesSpace() *SeriesSpace {
 	return &SeriesSpace{index: make(map[string]int32)}
+}
+
+// Lookup is v's id, false when v has none (yet). An id a chunk's
+// SeriesIDs do not reach (at or past len(Values)) is of a value numbered
+// after the chunk was made, which none of its rows holds.
+func (s *SeriesSpace) Lookup(v string) (int32, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.index[v]
+	return id, ok
 }
 
 // begin makes d the dictionary that takes the space's values.
@@ -82,7 +98,9 @@ func (d *stringDict) internSeries(v string) (int32, bool) {
 		// space's copy must own its bytes.
 		sid = int32(len(s.values))
 		key := strings.Clone(v)
+		s.mu.Lock()
 		s.index[key] = sid
+		s.mu.Unlock()
 		s.values = append(s.values, key)
 		s.local = append(s.local, 0)
 		s.stamp = append(s.stamp, 0)

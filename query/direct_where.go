@@ -180,7 +180,7 @@ func (f *directFilter) rows(c buffer.Chunk, mem memory.Allocator) (arrow.RecordB
 			}
 		}
 		var every bool
-		sel, tested, every = selectRows(rec, f.equals, f.memo)
+		sel, tested, every = selectRows(rec, c.Series, f.equals, f.memo)
 		if !every {
 			return nil, errFilterUnknown
 		}

@@ -7,13 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/apron-db/apron/buffer"
 )
 
-// TestLatestManySeries checks the latest row per key against DuckDB when
-// the key has more values than a chunk shares a dictionary for (3,000
-// hosts: each chunk has a dictionary of its own, and chunks are checked
-// by the partition's series ids, latest_series.go): series that stop
+// TestLatestManySeries checks the latest row per key, and equalities of
+// the key, against DuckDB when the key has more values than a chunk
+// shares a dictionary for (3,000 hosts: each chunk has a dictionary of
+// its own, and chunks are checked by the partition's series ids,
+// latest_series.go, and searched by them, scan_select.go): series that stop
 // reporting, NULL keys, a series whose newest rows have no usage, two
 // days (two spaces), the open chunk, key values the WHERE admits, and
 // bounds on time at every chunk's edges.
@@ -58,6 +61,22 @@ func TestLatestManySeries(t *testing.T) {
 		write(base+int64(j)*int64(10*time.Minute), int64(10*time.Minute), 8_000, h, u, j >= 2)
 	}
 
+	// db.grow: a key of few values whose shared dictionary grows from
+	// chunk to chunk (entries searched from where the last search of
+	// the same dictionary stopped).
+	ref.exec(`CREATE TABLE db.grow (time TIMESTAMP_NS, host VARCHAR)`)
+	for j := range 6 {
+		n := 9000
+		ts, hosts := make([]any, n), make([]any, n)
+		for i := range n {
+			ts[i] = base + int64(j*n+i)*int64(time.Second)
+			hosts[i] = fmt.Sprintf("g%d", rng.IntN(10*(j+1)))
+		}
+		rec := batch(s.mem, col{"time", tsNs, ts}, col{"host", arrow.BinaryTypes.String, hosts})
+		ref.append("db", "grow", rec)
+		s.write("db", "grow", rec)
+	}
+
 	v := s.wb.View()
 	var chunks []buffer.Chunk
 	for _, seg := range v.Buffered {
@@ -84,6 +103,21 @@ func TestLatestManySeries(t *testing.T) {
 		"SELECT host, arg_max(usage, time) FROM db.cpu WHERE host = 's0007' GROUP BY host",
 		"SELECT max(time), arg_max(usage, time) FROM db.cpu WHERE host = 's0100'",
 		"SELECT region, max(time), arg_max(host, time) FROM db.cpu GROUP BY region",
+		// Equalities: the chunks' entries searched by series id
+		// (scan_select.go).
+		"SELECT * FROM db.cpu WHERE host = 's0007'",
+		"SELECT time, usage FROM db.cpu WHERE host IN ('s0001', 'gone-2', 's2998', 'nope')",
+		"SELECT * FROM db.cpu WHERE host = 'gone-3' AND region = 'r1'",
+		"SELECT count(*) FROM db.cpu WHERE host = 's0100'",
+		"SELECT count(*), max(usage) FROM db.cpu WHERE region = 'r2' AND host IN ('s0005', 's0006')",
+		"SELECT * FROM db.cpu WHERE host = 's0042' ORDER BY time DESC LIMIT 3",
+		"SELECT * FROM db.cpu WHERE host = 'nope'",
+		"SELECT host, usage FROM db.cpu WHERE upper(host) = 'S0007' AND host = 's0007'",
+		"SELECT * FROM db.grow WHERE host = 'g55'",
+		"SELECT * FROM db.grow WHERE host IN ('g3', 'g47', 'g59')",
+		"SELECT count(*) FROM db.grow WHERE host = 'g31'",
+		"SELECT host, count(*), avg(epoch_ms(time)) FROM db.grow WHERE host IN ('g5', 'g25', 'g45') GROUP BY host",
+		"SELECT host, count(*), min(usage) FROM db.cpu WHERE host IN ('s0005', 's0006', 'gone-4') GROUP BY host",
 	}
 	edges := timeEdges(s, "db", "cpu")
 	for i, e := range edges {
@@ -92,7 +126,8 @@ func TestLatestManySeries(t *testing.T) {
 		queries = append(queries,
 			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE time >= %s GROUP BY host", nsLiteral(e)),
 			fmt.Sprintf("SELECT host, arg_max_null(usage, time) FROM db.cpu WHERE time > %s AND time <= %s GROUP BY host", nsLiteral(lo), nsLiteral(hi)),
-			fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time < %s AND host IN ('s0001', 'gone-1') GROUP BY host", nsLiteral(e)))
+			fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time < %s AND host IN ('s0001', 'gone-1') GROUP BY host", nsLiteral(e)),
+			fmt.Sprintf("SELECT * FROM db.cpu WHERE time >= %s AND time <= %s AND host = 's0%03d'", nsLiteral(lo), nsLiteral(hi), i))
 	}
 	before := s.e.Stats()
 	for _, q := range queries {

@@ -147,12 +147,13 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	type span struct {
 		min, rows int64
 		rec       arrow.RecordBatch // with equals: its rows are to be counted
+		series    map[string]buffer.SeriesIDs
 	}
 	var spans []span
 	for _, c := range chunks {
 		if n := c.Rec.NumRows(); n > 0 && sure.sure(c.MinTime, c.MaxTime, cutoff) {
 			if p.equals != nil || p.nonNull != nil {
-				spans = append(spans, span{min: c.MinTime, rec: c.Rec})
+				spans = append(spans, span{min: c.MinTime, rec: c.Rec, series: c.Series})
 			} else {
 				spans = append(spans, span{min: c.MinTime, rows: n})
 			}
@@ -175,7 +176,7 @@ func (p *newestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 				break // a rare series: the full scan is cheaper than counting on
 			}
 			var w int
-			s.rows, w = countCertain(s.rec, p.equals, p.nonNull, memo)
+			s.rows, w = countCertain(s.rec, s.series, p.equals, p.nonNull, memo)
 			work += w
 		}
 		if rows += s.rows; rows >= p.n {
@@ -216,8 +217,9 @@ const newestCountBudget = 1 << 22
 // and that hold a value in every column of nonNull. A column it cannot
 // test (missing from rec, not a string) makes the count 0: an undercount
 // only prunes less. memo is the pruning's (its chunks are retained while
-// it runs); work is the rows and dictionary entries looked at.
-func countCertain(rec arrow.RecordBatch, equals map[string][]string, nonNull []string, memo *selectMemo) (count int64, work int) {
+// it runs); work is the rows and dictionary entries looked at. series
+// are the chunk's series ids (nil: none).
+func countCertain(rec arrow.RecordBatch, series map[string]buffer.SeriesIDs, equals map[string][]string, nonNull []string, memo *selectMemo) (count int64, work int) {
 	var cols []arrow.Array // of nonNull, those with a NULL
 	for _, name := range nonNull {
 		a, ok := uniqueColumn(rec, name)
@@ -249,7 +251,7 @@ func countCertain(rec arrow.RecordBatch, equals map[string][]string, nonNull []s
 		return count, n
 	}
 	searched := memo.searched
-	sel, _, every := selectRows(rec, equals, memo)
+	sel, _, every := selectRows(rec, series, equals, memo)
 	work = int(rec.NumRows()) + memo.searched - searched
 	if !every {
 		return 0, work

@@ -982,7 +982,7 @@ func (l *scanLocal) open(c *buffer.Chunk) error {
 		} else {
 			memo = nil // a file's batch: its memory goes before the scan ends
 		}
-		if sel, ok, _ := selectRows(c.Rec, g.equals, memo); ok {
+		if sel, ok, _ := selectRows(c.Rec, c.Series, g.equals, memo); ok {
 			switch {
 			case len(sel) == 0:
 				g.bind.e.rowsSelectedOut.Add(int64(l.rows))

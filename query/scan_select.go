@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/buffer"
 )
 
 // A scan emits only the rows of a chunk that can match the query's string
@@ -62,7 +64,14 @@ type dictKey struct {
 // searched counts the dictionary entries looked at.
 type selectMemo struct {
 	hits     map[dictKey]*dictHits
+	wanted   map[spaceCol][]int32 // of a series space, by id (seriesHits)
 	searched int
+}
+
+// spaceCol names a series space and the equals column searched in it.
+type spaceCol struct {
+	space *buffer.SeriesSpace
+	col   string
 }
 
 func newSelectMemo() *selectMemo { return &selectMemo{hits: map[dictKey]*dictHits{}} }
@@ -72,15 +81,17 @@ func newSelectMemo() *selectMemo { return &selectMemo{hits: map[dictKey]*dictHit
 // tableRef.equals keeps them), whether any column of
 // equals could be tested (false: every row may match), and whether every
 // one was (true: exactly the rows returned match them all). memo may be
-// nil (rec's memory is not the buffer's: nothing is kept).
-func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo *selectMemo) (sel []int32, tested, every bool) {
+// nil (rec's memory is not the buffer's: nothing is kept). series are
+// the series ids of rec's dictionaries (a buffered chunk's; nil: none).
+func selectRows(rec arrow.RecordBatch, series map[string]buffer.SeriesIDs, equals map[string][]string, memo *selectMemo) (sel []int32, tested, every bool) {
 	every = true
 	for col, values := range equals {
-		arr, ok := uniqueColumn(rec, col)
+		ix, ok := uniqueColumnIndex(rec, col)
 		if !ok {
 			every = false
 			continue
 		}
+		arr := rec.Column(ix)
 		var rows []int32
 		switch a := arr.(type) {
 		case *array.Dictionary:
@@ -90,7 +101,11 @@ func selectRows(rec arrow.RecordBatch, equals map[string][]string, memo *selectM
 				every = false
 				continue
 			}
-			rows = selectCodes(a, idx.Int32Values(), memo.dictHits(strs, col, values), sel, tested)
+			var ids *buffer.SeriesIDs
+			if sid, ok := series[rec.Schema().Field(ix).Name]; ok && len(sid.IDs) == strs.Len() {
+				ids = &sid
+			}
+			rows = selectCodes(a, idx.Int32Values(), memo.dictHits(strs, ids, col, values), sel, tested)
 		case *array.String:
 			keep := func(r int) bool { return a.IsValid(r) && hasValue(values, a.Value(r)) }
 			rows = selectBy(int(rec.NumRows()), keep, sel, tested)
@@ -167,29 +182,60 @@ func selectBy(n int, keep func(int) bool, sel []int32, within bool) []int32 {
 
 // uniqueColumn is the one column of rec named col, ignoring case.
 func uniqueColumn(rec arrow.RecordBatch, col string) (arrow.Array, bool) {
+	i, ok := uniqueColumnIndex(rec, col)
+	if !ok {
+		return nil, false
+	}
+	return rec.Column(i), true
+}
+
+// uniqueColumnIndex is the index of the one column of rec named col,
+// ignoring case.
+func uniqueColumnIndex(rec arrow.RecordBatch, col string) (int, bool) {
 	found := -1
 	for i, f := range rec.Schema().Fields() {
 		if strings.EqualFold(f.Name, col) {
 			if found >= 0 {
-				return nil, false
+				return 0, false
 			}
 			found = i
 		}
 	}
-	if found < 0 {
-		return nil, false
-	}
-	return rec.Column(found), true
+	return found, found >= 0
 }
 
 // dictHits returns the entries of strs that are among values (those of
 // column col: one scan's are fixed), ascending, searching only the
-// entries not searched before for the same memory.
-func (m *selectMemo) dictHits(strs *array.String, col string, values []string) []int32 {
+// entries not searched before for the same memory. ids, when not nil,
+// are the series ids of strs' entries: an entry is then searched by its
+// id among those of the values in its space (seriesHits), a comparison
+// of integers rather than of strings (a key of 100,000 values gives
+// each chunk a dictionary of its own, 8,192 entries to search).
+func (m *selectMemo) dictHits(strs *array.String, ids *buffer.SeriesIDs, col string, values []string) []int32 {
 	n := strs.Len()
 	search := func(codes []int32, from int) []int32 {
 		if m != nil {
 			m.searched += n - from
+		}
+		if ids != nil && m != nil {
+			want := m.seriesHits(ids, col, values)
+			switch len(want) {
+			case 0:
+			case 1: // one value, the usual case
+				w := want[0]
+				for k, id := range ids.IDs[from:n] {
+					if id == w {
+						codes = append(codes, int32(from+k))
+					}
+				}
+			default:
+				for k, id := range ids.IDs[from:n] {
+					if _, ok := slices.BinarySearch(want, id); ok {
+						codes = append(codes, int32(from+k))
+					}
+				}
+			}
+			return codes
 		}
 		for k := from; k < n; k++ {
 			if strs.IsValid(k) && hasValue(values, strs.Value(k)) {
@@ -219,6 +265,29 @@ func (m *selectMemo) dictHits(strs *array.String, col string, values []string) [
 	// A shorter prefix (an older chunk) has the codes below its length.
 	k, _ := slices.BinarySearch(h.codes, int32(n))
 	return h.codes[:k:k]
+}
+
+// seriesHits returns the ids of ids' space whose values are among values
+// (of column col), ascending: those the space has numbered when first
+// asked, after the chunks of the scan were made, so that every value of
+// theirs has its id.
+func (m *selectMemo) seriesHits(ids *buffer.SeriesIDs, col string, values []string) []int32 {
+	if m.wanted == nil {
+		m.wanted = map[spaceCol][]int32{}
+	}
+	key := spaceCol{ids.Space, col}
+	codes, ok := m.wanted[key]
+	if !ok {
+		codes = []int32{}
+		for _, v := range values {
+			if id, ok := ids.Space.Lookup(v); ok {
+				codes = append(codes, id)
+			}
+		}
+		slices.Sort(codes)
+		m.wanted[key] = codes
+	}
+	return codes
 }
 
 // takeColumns gathers the rows sel of cols into new arrays (for the
