@@ -24,6 +24,14 @@
 // buffer's memory, and tests check it with memory.CheckedAllocator over
 // memory maps that fault on a use after the last Release.
 //
+// String columns are dictionary-encoded (string_column.go); a partition's
+// chunks share a column's dictionary while it is small, and a column of
+// many values gives each chunk its own. Either way the partition numbers
+// each column's values across its dictionaries (series ids, series.go),
+// and a chunk carries its dictionaries' ids, so that readers (the latest
+// row per key, a WHERE's values, in query) look up a value once per
+// partition rather than once per chunk.
+//
 // # Persistence
 //
 // With Config.Store set, closed segments are persisted, in id order, to the

@@ -148,7 +148,11 @@
 // statistics, then to the run of their sort order that holds the values
 // (pqrange.go); buffered chunks row by row, through their dictionary
 // codes, so the scan hands DuckDB only the rows that can match
-// (scan_select.go).
+// (scan_select.go). A chunk's dictionary entries are searched for the
+// values by their series ids (buffer.SeriesIDs), the partition's
+// numbering of a column's values, when the chunk has them: integers
+// compared where each chunk of a key of 100,000 values had 8,192
+// strings to compare.
 //
 // # Counts from metadata
 //
@@ -185,6 +189,9 @@
 // never change (latest_file_rows.go), read ahead after a persist
 // for the tables whose queries needed files (latest_file_warm.go), and
 // after a restart for the files whose rows were kept (latest_file_hint.go).
+// Chunks are checked by their series ids, against a bound per id of the
+// partition's values (latest_series.go), when that costs less than
+// looking up each chunk's dictionary by string.
 //
 // # What repeats is not redone
 //
