@@ -125,3 +125,46 @@ func lastValueBenchRows(b *testing.B, v *env, table string, n, series int) {
 		v.write("db", table, rec)
 	}
 }
+
+// BenchmarkLatestTwoTags: the latest row per (host, region) over
+// APRON_BENCH_ROWS buffered rows (default 2M) of 200 hosts, each in one
+// of 5 regions (as the peer benchmark's table), without a cache:
+// "pruned" (latest_multi.go) and, in the same run, "duckdb" (the same
+// query as a subquery, which is not pruned).
+func BenchmarkLatestTwoTags(b *testing.B) {
+	const sql = "SELECT host, region, arg_max(usage, time), max(time) FROM db.cpu GROUP BY host, region"
+	n := benchRows(b)
+	v := newEnv(b, Config{})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "region", Type: arrow.BinaryTypes.String, Nullable: true}, {Name: "usage", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	for off := 0; off < n; off += 100_000 {
+		rb := array.NewRecordBuilder(v.mem, schema)
+		for i := off; i < min(n, off+100_000); i++ {
+			rb.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base + int64(i)*1e6))
+			rb.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("host-%d", i%200))
+			rb.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("region-%d", i%200%5))
+			rb.Field(3).(*array.Float64Builder).Append(float64(i % 1000))
+		}
+		rec := rb.NewRecordBatch()
+		rb.Release()
+		v.write("db", "cpu", rec)
+	}
+	for _, side := range []string{"pruned", "duckdb"} {
+		b.Run(side, func(b *testing.B) {
+			q := sql
+			if side == "duckdb" {
+				q = lvOracle(sql)
+			}
+			before := v.e.Stats().LatestChunks
+			for b.Loop() {
+				r, err := v.e.Query(context.Background(), q, "")
+				if rows, _ := drain(b, r, err); rows != 200 {
+					b.Fatalf("%d rows, want 200", rows)
+				}
+			}
+			if pruned := v.e.Stats().LatestChunks > before; pruned != (side == "pruned") {
+				b.Fatalf("%s: chunks left out: %v", side, pruned)
+			}
+		})
+	}
+}

@@ -62,6 +62,9 @@ import (
 type latestPrune struct {
 	key buffer.TableKey // lower-cased
 	col string          // the key column, as the table names it
+	// cols, when set, are the key columns (two or more, col the first):
+	// the chunks are pruned by their combinations (latest_multi.go).
+	cols []string
 	// exact are the times within which a row matches the WHERE for
 	// certain (allTime without one).
 	exact timeBounds
@@ -121,11 +124,15 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 		}
 		return latestDistinctOf(node, t, sh, p, eq) // latest_distinct.go
 	}
-	if len(groups) != 1 || len(sets) > 1 {
+	if len(groups) == 0 || len(sets) > 1 {
 		return nil
 	}
-	g, ok := p.keyOf(sh, t, groups[0], eq)
-	if !ok {
+	if len(groups) > 1 {
+		// Several key columns (latest_multi.go): no equalities.
+		if eq != nil || !p.multiKeysOf(sh, t, groups) {
+			return nil
+		}
+	} else if _, ok = p.keyOf(sh, t, groups[0], eq); !ok {
 		return nil
 	}
 	list, _ := node["select_list"].([]any)
@@ -137,7 +144,7 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 		switch m["class"] {
 		case "CONSTANT":
 		case "COLUMN_REF":
-			if n, ok := sh.colRef(m); !ok || n != g {
+			if n, ok := sh.colRef(m); !ok || !sh.keys[n] {
 				return nil
 			}
 		case "FUNCTION":
@@ -161,6 +168,9 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 		if !groupModifier(x) {
 			return nil
 		}
+	}
+	if len(p.cols) > 0 {
+		return p // DuckDB answers over what the pruning keeps
 	}
 	// Answered from the latest rows (latest_direct.go) when the WHERE,
 	// if any, is bounds on time that a filtered direct scan understands
@@ -260,6 +270,9 @@ func isStringColumn(t *catalog.Table, name string) bool {
 // if not nil, a file's latest row of each key value (latest_file_rows.go;
 // false: not known). Chunks left out are released.
 func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff int64, keysOf func(persist.File) *fileKeySet, rowsOf func(persist.File) (buffer.Chunk, bool)) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
+	if len(p.cols) > 0 {
+		return p.pruneMulti(chunks, files, cutoff)
+	}
 	order := make([]int, 0, len(chunks))
 	for i, c := range chunks {
 		if c.Rec.NumRows() > 0 {

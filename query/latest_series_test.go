@@ -103,6 +103,7 @@ func TestLatestManySeries(t *testing.T) {
 		"SELECT host, arg_max(usage, time) FROM db.cpu WHERE host = 's0007' GROUP BY host",
 		"SELECT max(time), arg_max(usage, time) FROM db.cpu WHERE host = 's0100'",
 		"SELECT region, max(time), arg_max(host, time) FROM db.cpu GROUP BY region",
+		"SELECT host, region, max(time), arg_max(usage, time) FROM db.cpu GROUP BY host, region",
 		// Equalities: the chunks' entries searched by series id
 		// (scan_select.go).
 		"SELECT * FROM db.cpu WHERE host = 's0007'",

@@ -117,6 +117,12 @@ func latestRows(t *testing.T, cfg Config) {
 		"SELECT 1, host FROM db.cpu GROUP BY host",
 		"SELECT host FROM db.cpu GROUP BY host ORDER BY host DESC",
 		"SELECT host, arg_max(time, time) FROM db.cpu GROUP BY host",
+		// Several key columns (latest_multi.go).
+		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region",
+		"SELECT region, host, arg_max(usage, time), max(time) FROM db.cpu GROUP BY region, host",
+		"SELECT host, region, arg_max_null(usage, time) FROM db.cpu GROUP BY host, region ORDER BY host, region LIMIT 5",
+		"SELECT c.host, c.region, max(c.time), 7 FROM db.cpu c GROUP BY c.region, c.host",
+		"SELECT host, region, max(time) FROM db.cpu GROUP BY ALL",
 	}
 	queries = append(queries, "SELECT host, max(time) FROM db.fnull GROUP BY host")
 	// Bounds on time, at chunk and file edges: only rows within them
@@ -128,7 +134,8 @@ func latestRows(t *testing.T, cfg Config) {
 		queries = append(queries,
 			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE time >= %s GROUP BY host", nsLiteral(e)),
 			fmt.Sprintf("SELECT host, arg_max_null(usage, time) FROM db.cpu WHERE time > %s AND time <= %s GROUP BY host", nsLiteral(lo), nsLiteral(hi)),
-			fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time < %s GROUP BY host", nsLiteral(e)))
+			fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE time < %s GROUP BY host", nsLiteral(e)),
+			fmt.Sprintf("SELECT host, region, max(time), arg_max(usage, time) FROM db.cpu WHERE time >= %s AND time < %s GROUP BY host, region", nsLiteral(lo), nsLiteral(hi)))
 	}
 	before := s.e.Stats()
 	for _, q := range queries {
@@ -139,6 +146,16 @@ func latestRows(t *testing.T, cfg Config) {
 		t.Errorf("no chunk or no file left out: %d chunks, %d files", st.LatestChunks-before.LatestChunks, st.LatestFiles-before.LatestFiles)
 	}
 	t.Logf("%d chunks and %d files left out over %d queries", st.LatestChunks-before.LatestChunks, st.LatestFiles-before.LatestFiles, len(queries))
+	for _, q := range []string{
+		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region",
+		"SELECT host, region, max(time) FROM db.cpu WHERE time >= TIMESTAMP '2024-03-01 12:00:00' GROUP BY host, region",
+	} {
+		before := s.e.Stats()
+		s.query(q, "")
+		if st := s.e.Stats(); st.LatestChunks == before.LatestChunks {
+			t.Errorf("%s: no chunk left out", q)
+		}
+	}
 
 	// A chunk without the column arg_max reads (its rows are NULL there)
 	// credits nothing: here the newest chunks, a day later, were written
@@ -180,7 +197,11 @@ func latestRows(t *testing.T, cfg Config) {
 		"SELECT host, max(time) FROM db.cpu WHERE time > TIMESTAMP '2024-03-01 14:00:00' OR host = 'h1' GROUP BY host",
 		"SELECT host, max(time) FILTER (WHERE usage > 50) FROM db.cpu GROUP BY host",
 		"SELECT host, max(time) FROM db.cpu GROUP BY host HAVING count(*) > 10",
-		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region",
+		"SELECT host, region, max(time) FROM db.cpu WHERE host = 'h1' GROUP BY host, region",
+		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region HAVING count(*) > 1",
+		"SELECT host, region, count(*) FROM db.cpu GROUP BY host, region",
+		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region, usage",
+		"SELECT host, upper(region), max(time) FROM db.cpu GROUP BY host, upper(region)",
 		"SELECT usage, max(time) FROM db.cpu GROUP BY usage",
 		"SELECT upper(host), max(time) FROM db.cpu GROUP BY upper(host)",
 		"SELECT host, max(time) + INTERVAL 1 SECOND FROM db.cpu GROUP BY host",

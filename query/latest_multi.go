@@ -1,0 +1,338 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"cmp"
+	"encoding/binary"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/apron-db/apron/buffer"
+	"github.com/apron-db/apron/catalog"
+	"github.com/apron-db/apron/persist"
+)
+
+// The latest row per series of several tag columns.
+//
+// SELECT host, region, max(time), arg_max(usage, time) … GROUP BY host,
+// region (two to four string columns; the list and the rest as for one
+// key in latest.go, but no equalities in the WHERE) is pruned as one key
+// is: chunks newest first, each whose rows all match crediting each
+// combination of key values of its rows with their latest time, and a
+// chunk whose every combination (NULLs included) already has a later row
+// is left out. DuckDB answers over the chunks kept and every persisted
+// file (files are not looked into).
+//
+// A combination is named, in the bounds, by its values (multiKey); in a
+// chunk, by its dictionaries' indices, one number a row (the indices
+// mixed, a slot past each dictionary for NULL), and what each number's
+// bound is (looked up once per number) is kept per tuple of dictionaries
+// (multiMemo), which a partition's chunks share while their dictionaries
+// are shared: a chunk is checked in one pass over its rows, a few
+// nanoseconds each. Dictionaries whose numbers would exceed
+// maxMultiCodes (tags of many values each) make their chunk kept and
+// crediting nothing, which prunes less, never wrongly.
+
+// maxMultiKeys bounds the key columns taken.
+const maxMultiKeys = 4
+
+// maxMultiCodes is how many numbers the dictionaries of a chunk of rows
+// rows may name: a few times its rows, so that a memo and a credit's
+// array stay near the chunk's size.
+func maxMultiCodes(rows int) int { return max(4*rows, 1<<12) }
+
+// multiKeysOf reads GROUP BY groups (two or more) as p's key columns
+// (p.cols), and sh.keys; false when one is not a string column of t, or
+// one is named twice.
+func (p *latestPrune) multiKeysOf(sh *shapeCheck, t *catalog.Table, groups []any) bool {
+	if len(groups) > maxMultiKeys {
+		return false
+	}
+	sh.keys = map[string]bool{}
+	for _, e := range groups {
+		g, col, ok := latestKeyColumn(sh, t, e)
+		if !ok || sh.keys[g] {
+			return false
+		}
+		sh.keys[g] = true
+		p.cols = append(p.cols, col)
+	}
+	p.col = p.cols[0]
+	return true
+}
+
+// multiCols are a chunk's key columns, in p.cols' order, and the stride
+// of each in a combination's number.
+type multiCols struct {
+	keys    []latestKey
+	strides []int
+	codes   int // how many numbers: the product of each column's values plus NULL
+}
+
+// multiColsOf finds the key columns of rec; ok is false for a column
+// that is not dictionary-encoded strings, or numbers past
+// maxMultiCodes.
+func multiColsOf(rec arrow.RecordBatch, cols []string) (multiCols, bool) {
+	m := multiCols{keys: make([]latestKey, len(cols)), strides: make([]int, len(cols)), codes: 1}
+	limit := maxMultiCodes(int(rec.NumRows()))
+	for i, col := range cols {
+		k, ok := latestKeyOf(rec, col)
+		if !ok {
+			return multiCols{}, false
+		}
+		n := 1 // NULL's slot
+		if k.dict != nil {
+			n += k.dict.Len()
+		}
+		m.keys[i], m.strides[i] = k, m.codes
+		if m.codes *= n; m.codes > limit {
+			return multiCols{}, false
+		}
+	}
+	return m, true
+}
+
+// codesOf returns each of rows rows' combination number, in buf's
+// memory: column by column, each a tight loop.
+func (m *multiCols) codesOf(rows int, buf []int32) []int32 {
+	buf = slices.Grow(buf[:0], rows)[:rows]
+	clear(buf)
+	for i, k := range m.keys {
+		s := int32(m.strides[i])
+		switch {
+		case k.dict == nil: // NULL, slot 0
+		case k.arr.NullN() == 0:
+			for r, v := range k.idx[:rows] {
+				buf[r] += v * s
+			}
+		default:
+			null := int32(k.dict.Len()) * s
+			for r, v := range k.idx[:rows] {
+				if k.arr.IsValid(r) {
+					buf[r] += v * s
+				} else {
+					buf[r] += null
+				}
+			}
+		}
+	}
+	return buf
+}
+
+// key is the bounds' name of combination number c: each column's value,
+// length-prefixed, or a NULL mark.
+func (m *multiCols) key(c int, buf []byte) []byte {
+	buf = buf[:0]
+	for i := len(m.keys) - 1; i >= 0; i-- {
+		k := m.keys[i]
+		v := c / m.strides[i]
+		c -= v * m.strides[i]
+		if k.dict == nil || v == k.dict.Len() {
+			buf = append(buf, 0)
+			continue
+		}
+		s := k.dict.Value(v)
+		buf = append(buf, 1)
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	return buf
+}
+
+// multiMemo is, for a tuple of dictionaries at a version of the bounds,
+// the bound of each combination number looked up (gen[c] == cur).
+type multiMemo struct {
+	bounds  []int64
+	gen     []uint32
+	cur     uint32
+	version int
+}
+
+// multiBounds are, per combination of key values, the greatest time of
+// a kept row that credits it.
+type multiBounds struct {
+	bound   map[string]int64
+	version int
+	memos   map[string]*multiMemo // by the dictionaries' dictIDs
+	work    int
+	buf     []byte
+	codes   []int32 // a chunk's, reused
+}
+
+// memo is the memo of m's dictionaries, at the bounds' version.
+func (b *multiBounds) memo(m *multiCols) *multiMemo {
+	id := make([]byte, 0, len(m.keys)*20)
+	for _, k := range m.keys {
+		if k.dict == nil {
+			id = append(id, 0)
+			continue
+		}
+		// As dictID: a dictionary's memory and length; the chunks are
+		// released only once the pruning is done.
+		id = binary.AppendUvarint(id, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(k.dict.ValueOffsets())))))
+		id = binary.AppendUvarint(id, uint64(k.dict.Len()))
+	}
+	mm := b.memos[string(id)]
+	if mm == nil {
+		mm = &multiMemo{bounds: make([]int64, m.codes), gen: make([]uint32, m.codes), cur: 1, version: b.version}
+		b.memos[string(id)] = mm
+		b.work += m.codes
+	}
+	if mm.version != b.version {
+		mm.version = b.version
+		if mm.cur++; mm.cur == 0 {
+			clear(mm.gen)
+			mm.cur = 1
+		}
+	}
+	return mm
+}
+
+// covered says whether every combination of the chunk's rows (columns
+// m) has a bound after maxTime.
+func (b *multiBounds) covered(m *multiCols, rows int, maxTime int64) bool {
+	mm := b.memo(m)
+	b.work += rows
+	if k0, k1 := m.keys[0], m.keys[len(m.keys)-1]; len(m.keys) == 2 && k0.dict != nil && k1.dict != nil && k0.arr.NullN() == 0 && k1.arr.NullN() == 0 {
+		// Two tags without NULLs, the usual case: one pass, no codes
+		// written out.
+		s0, s1 := int32(m.strides[0]), int32(m.strides[1])
+		for r, v := range k0.idx[:rows] {
+			if !b.laterBound(m, mm, v*s0+k1.idx[r]*s1, maxTime) {
+				return false
+			}
+		}
+		return true
+	}
+	b.codes = m.codesOf(rows, b.codes)
+	for _, c := range b.codes {
+		if !b.laterBound(m, mm, c, maxTime) {
+			return false
+		}
+	}
+	return true
+}
+
+// laterBound says whether combination number c (columns m, memo mm) has
+// a bound after maxTime.
+func (b *multiBounds) laterBound(m *multiCols, mm *multiMemo, c int32, maxTime int64) bool {
+	if mm.gen[c] != mm.cur {
+		b.lookUp(m, mm, c)
+	}
+	return mm.bounds[c] > maxTime
+}
+
+// lookUp sets mm's bound of combination number c (columns m).
+func (b *multiBounds) lookUp(m *multiCols, mm *multiMemo, c int32) {
+	b.buf = m.key(int(c), b.buf)
+	v, ok := b.bound[string(b.buf)]
+	if !ok {
+		v = math.MinInt64
+	}
+	mm.bounds[c], mm.gen[c] = v, mm.cur
+	b.work++
+}
+
+// credit raises the bounds of the combinations of rec's rows (columns m)
+// to their greatest times, counting only rows where no column of
+// nonNull is NULL.
+func (b *multiBounds) credit(rec arrow.RecordBatch, m *multiCols, nonNull []string) {
+	n := int(rec.NumRows())
+	b.work += n + m.codes
+	ts, ok := timeColumn(rec)
+	if !ok {
+		return
+	}
+	times := ts.TimestampValues()
+	var need []arrow.Array // columns whose NULLs make a row credit nothing
+	for _, name := range nonNull {
+		ix := rec.Schema().FieldIndices(name)
+		if len(ix) == 0 {
+			return // every row NULL there
+		}
+		if a := rec.Column(ix[0]); a.NullN() > 0 {
+			need = append(need, a)
+		}
+	}
+	if ts.NullN() > 0 {
+		need = append(need, ts)
+	}
+	best := make([]int64, m.codes)
+	for i := range best {
+		best[i] = math.MinInt64
+	}
+	b.codes = m.codesOf(n, b.codes)
+rows:
+	for r, c := range b.codes {
+		for _, a := range need {
+			if a.IsNull(r) {
+				continue rows
+			}
+		}
+		if t := int64(times[r]); t > best[c] {
+			best[c] = t
+		}
+	}
+	raised := false
+	for c, t := range best {
+		if t == math.MinInt64 {
+			continue
+		}
+		b.buf = m.key(c, b.buf)
+		if old, ok := b.bound[string(b.buf)]; !ok || t > old {
+			b.bound[string(b.buf)], raised = t, true
+		}
+	}
+	if raised {
+		b.version++
+	}
+}
+
+// pruneMulti is prune for several key columns: files are all kept.
+func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cutoff int64) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
+	order := make([]int, 0, len(chunks))
+	for i, c := range chunks {
+		if c.Rec.NumRows() > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+	sure := metaAgg{exact: p.exact}
+	b := &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}}
+	out := make([]bool, len(chunks))
+	n := 0
+	for _, i := range order {
+		if b.work > latestBudget {
+			break
+		}
+		c := chunks[i]
+		m, ok := multiColsOf(c.Rec, p.cols)
+		if !ok {
+			continue
+		}
+		if b.covered(&m, int(c.Rec.NumRows()), c.MaxTime) {
+			out[i] = true
+			n++
+			continue
+		}
+		if sure.sure(c.MinTime, c.MaxTime, cutoff) {
+			b.credit(c.Rec, &m, p.nonNull)
+		}
+	}
+	if n == 0 {
+		return chunks, files, 0, 0
+	}
+	kept := chunks[:0]
+	for i, c := range chunks {
+		if out[i] {
+			c.Rec.Release()
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, files, n, 0
+}
