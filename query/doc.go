@@ -191,7 +191,9 @@
 // after a restart for the files whose rows were kept (latest_file_hint.go).
 // Chunks are checked by their series ids, against a bound per id of the
 // partition's values (latest_series.go), when that costs less than
-// looking up each chunk's dictionary by string.
+// looking up each chunk's dictionary by string. GROUP BY two to four
+// string columns is pruned by their combinations, and DuckDB answers
+// over what is kept (latest_multi.go).
 //
 // # What repeats is not redone
 //
