@@ -198,6 +198,9 @@ type Engine struct {
 	// latestChunks and latestFiles are left out as older than every key
 	// value's latest row (latest.go).
 	latestChunks, latestFiles atomic.Int64
+	// latestCombos keeps the combinations of key columns sealed chunks
+	// hold (latest_combos.go).
+	latestCombos *comboCache
 	// deleteFilesRead and deleteFilesSkipped are the persisted files a
 	// DELETE by rewrite read whole, or did not (delete_rewrite.go).
 	deleteFilesRead, deleteFilesSkipped atomic.Int64
@@ -352,6 +355,7 @@ func Open(wb *buffer.WriteBuffer, cfg Config) (*Engine, error) {
 		pageIndexes:  newLRU[pqIndexKey, *rgIndex](defaultPageIndexCacheBytes),
 		fileKeys:     newLRU[fileKeysKey, *fileKeySet](defaultFileKeysBytes),
 		fileRows:     newLRU[fileKeysKey, *fileRows](defaultFileRowsBytes),
+		latestCombos: newComboCache(),
 		scanMem:      buffer.NewRecycler(wb.Allocator())}
 	if cfg.PageCacheSize > 0 {
 		e.pages = newLRU[pqPageKey, *pqPage](cfg.PageCacheSize)

@@ -63,8 +63,10 @@ type latestPrune struct {
 	key buffer.TableKey // lower-cased
 	col string          // the key column, as the table names it
 	// cols, when set, are the key columns (two or more, col the first):
-	// the chunks are pruned by their combinations (latest_multi.go).
-	cols []string
+	// the chunks are pruned by their combinations (latest_multi.go),
+	// those of sealed chunks kept in combos (the engine's; nil: none).
+	cols   []string
+	combos *comboCache
 	// exact are the times within which a row matches the WHERE for
 	// certain (allTime without one).
 	exact timeBounds

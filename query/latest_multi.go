@@ -161,6 +161,11 @@ type multiBounds struct {
 	work    int
 	buf     []byte
 	codes   []int32 // a chunk's, reused
+	// seen[c] == seenGen: c was seen in the chunk being checked.
+	seen    []uint32
+	seenGen uint32
+	cache   *comboCache // nil: none kept
+	cols    []string
 }
 
 // memo is the memo of m's dictionaries, at the bounds' version.
@@ -193,26 +198,46 @@ func (b *multiBounds) memo(m *multiCols) *multiMemo {
 }
 
 // covered says whether every combination of the chunk's rows (columns
-// m) has a bound after maxTime.
+// m) has a bound after maxTime. The combinations are those b.cache keeps
+// for the chunk, or found in a pass over its rows and kept when every
+// row was looked at.
 func (b *multiBounds) covered(m *multiCols, rows int, maxTime int64) bool {
 	mm := b.memo(m)
-	b.work += rows
-	if k0, k1 := m.keys[0], m.keys[len(m.keys)-1]; len(m.keys) == 2 && k0.dict != nil && k1.dict != nil && k0.arr.NullN() == 0 && k1.arr.NullN() == 0 {
-		// Two tags without NULLs, the usual case: one pass, no codes
-		// written out.
-		s0, s1 := int32(m.strides[0]), int32(m.strides[1])
-		for r, v := range k0.idx[:rows] {
-			if !b.laterBound(m, mm, v*s0+k1.idx[r]*s1, maxTime) {
-				return false
+	key, cacheable := b.cache.keyOf(m, b.cols)
+	if cacheable {
+		if codes := b.cache.get(key, m); codes != nil {
+			b.work += len(codes)
+			for _, c := range codes {
+				if !b.laterBound(m, mm, c, maxTime) {
+					return false
+				}
 			}
+			return true
 		}
-		return true
 	}
+	b.work += rows
 	b.codes = m.codesOf(rows, b.codes)
+	if len(b.seen) < m.codes {
+		b.seen = make([]uint32, m.codes)
+	}
+	if b.seenGen++; b.seenGen == 0 {
+		clear(b.seen)
+		b.seenGen = 1
+	}
+	var distinct []int32
 	for _, c := range b.codes {
+		if b.seen[c] == b.seenGen {
+			continue
+		}
+		b.seen[c] = b.seenGen
 		if !b.laterBound(m, mm, c, maxTime) {
 			return false
 		}
+		distinct = append(distinct, c)
+	}
+	if cacheable {
+		slices.Sort(distinct)
+		b.cache.put(key, m, distinct)
 	}
 	return true
 }
@@ -302,7 +327,7 @@ func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cu
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
 	sure := metaAgg{exact: p.exact}
-	b := &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}}
+	b := &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}, cache: p.combos, cols: p.cols}
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {

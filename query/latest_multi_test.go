@@ -54,15 +54,39 @@ func TestLatestMultiNulls(t *testing.T) {
 	// Older than what follows, and all of it there again later: left out.
 	write(base+2*step, hosts, func(int) any { return "r0" })
 	write(base+3*step, hosts, func(int) any { return "r0" })
-	for _, q := range []string{
+	queries := []string{
 		"SELECT host, region, max(time) FROM db.tags GROUP BY host, region",
 		"SELECT host, region, az, max(time) FROM db.tags GROUP BY host, region, az",
 		"SELECT region, host, arg_max(az, time) FROM db.tags GROUP BY region, host",
-	} {
-		before := s.e.Stats()
-		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
-		if st := s.e.Stats(); st.LatestChunks == before.LatestChunks {
-			t.Errorf("%s: no chunk left out", q)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, q := range queries {
+			before := s.e.Stats()
+			equalRows(t, when+": "+q, sorted(s.query(q, "")), sorted(ref.query(q)))
+			if st := s.e.Stats(); st.LatestChunks == before.LatestChunks {
+				t.Errorf("%s: %s: no chunk left out", when, q)
+			}
 		}
 	}
+	// Each chunk's combinations are found by a pass over its rows, kept
+	// (latest_combos.go), and then read from what is kept.
+	check("first")
+	if kept := len(s.e.latestCombos.m); kept == 0 {
+		t.Fatalf("no chunk's combinations kept")
+	}
+	check("again")
+	// Rows that change the answers: a new combination, (h1, NULL, …)
+	// newer, and combinations of the first chunk's again: the kept
+	// combinations of the older chunks still hold.
+	write(base+4*step, func(i int) any { return fmt.Sprintf("h%d", 1+i%3) }, func(i int) any {
+		switch i % 4 {
+		case 0:
+			return nil
+		case 1:
+			return "r9"
+		}
+		return "r0"
+	})
+	check("after more rows")
 }

@@ -115,6 +115,9 @@ func (e *Engine) prepareState(c *conn, a *admitted) *queryState {
 			qs.meta = metaAggOf(a.tree, c.schema, exact)
 			qs.newest = newestOf(a.tree, c.schema, exact, exactEq, equals)
 			qs.latest = latestOf(a.tree, c.schema, snap, exact, exactEq, equals)
+			if qs.latest != nil {
+				qs.latest.combos = e.latestCombos
+			}
 		}
 	}
 	if k, use, ok := lastValueShape(a.tree, c.schema, snap); ok {
