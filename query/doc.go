@@ -193,7 +193,8 @@
 // partition's values (latest_series.go), when that costs less than
 // looking up each chunk's dictionary by string. GROUP BY two to four
 // string columns is pruned by their combinations, and DuckDB answers
-// over what is kept (latest_multi.go).
+// over what is kept (latest_multi.go); a sealed chunk's combinations are
+// kept once found (latest_combos.go).
 //
 // # What repeats is not redone
 //
