@@ -287,9 +287,13 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	if p.only != nil {
 		hint = min(hint, len(p.only)) // credit bounds no other value
 	}
-	b := newLatestBounds(hint)
+	b := newLatestBounds(0)
 	b.only = p.only
 	b.useSpaces(chunks, p.col)
+	b.useSingle(chunks, p.col)
+	if b.single == nil || len(files) > 0 {
+		b.bound = make(map[string]int64, hint)
+	}
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {
@@ -310,6 +314,9 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		if sure.sure(c.MinTime, c.MaxTime, cutoff) {
 			b.credit(c.Rec, k, p.nonNull)
 		}
+	}
+	if len(files) > 0 {
+		b.leaveSingle() // files are checked by value
 	}
 	// A file is left out when every key value it can hold has a later
 	// row. Files are looked at newest first, and one kept credits its
@@ -422,6 +429,9 @@ type latestBounds struct {
 	// spaces are the memos of the series spaces that chunks are checked
 	// by (latest_series.go); a space not in it is not used.
 	spaces map[*buffer.SeriesSpace]*spaceMemo
+	// single, when not nil, is the one space of every chunk: its memo's
+	// bounds are the bounds, not made from bound (latest_series.go).
+	single *buffer.SeriesSpace
 	work   int
 	// only: latestPrune.only. Values not in it, and NULL, need no bound.
 	only map[string]bool
@@ -593,6 +603,12 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 			}
 		}
 		b.work += len(best)
+		if b.creditSingle(k, best) {
+			if raised { // the NULL key's
+				b.version++
+			}
+			return
+		}
 		sm := b.currentSpaceMemo(k)
 		for i, t := range best {
 			if t == math.MinInt64 {

@@ -197,10 +197,24 @@ type latestPick struct {
 // only alone when it is not nil. ok false: a chunk's key is not
 // dictionary-encoded strings, or its times hold a NULL.
 func pickLatest(chunks []buffer.Chunk, col string, within timeBounds, only map[string]bool) (_ []latestPick, ok bool) {
-	p := newLatestPicker(col, keyValuesHint(chunks, col), false)
+	// One series space for every chunk (a partition's, the usual case):
+	// values are told apart by id (latest_series.go).
+	space := oneSeriesSpace(chunks, col)
+	hint := 0
+	if space == nil {
+		hint = keyValuesHint(chunks, col)
+	}
+	p := newLatestPicker(col, hint, false)
 	p.within = within
+	if space != nil {
+		p.byID = make([]int32, 0, seriesHint(chunks, col))
+	}
 	for ci, c := range chunks {
-		if !p.add(ci, c.Rec) {
+		var ids *buffer.SeriesIDs
+		if space != nil {
+			ids = seriesOf(c, col, latestKey{dict: dictOf(c.Rec, col)})
+		}
+		if !p.add(ci, c.Rec, ids) {
 			return nil, false
 		}
 	}
@@ -209,7 +223,16 @@ func pickLatest(chunks []buffer.Chunk, col string, within timeBounds, only map[s
 	}
 	picks := make([]latestPick, 0, len(only))
 	for v := range only {
-		if i, ok := p.byValue[v]; ok {
+		i, ok := p.byValue[v]
+		if space != nil {
+			var id int32
+			if id, ok = space.Lookup(v); ok && int(id) < len(p.byID) && p.byID[id] > 0 {
+				i = int(p.byID[id]) - 1
+			} else {
+				ok = false
+			}
+		}
+		if ok {
 			picks = append(picks, p.picks[i])
 		}
 	}
@@ -221,6 +244,10 @@ func pickLatest(chunks []buffer.Chunk, col string, within timeBounds, only map[s
 type latestPicker struct {
 	col     string
 	byValue map[string]int // index in picks
+	// byID, when not nil, is in byValue's place: 1 + the index in picks
+	// of each series id (0: none), every batch's key having ids of one
+	// space.
+	byID    []int32
 	picks   []latestPick
 	best    []int32 // a batch's best row of each dictionary index, -1 between batches
 	touched []int32 // the dictionary indices a batch set in best
@@ -250,9 +277,14 @@ func (p *latestPicker) take(slot int, pk latestPick) int {
 	return slot
 }
 
-// add picks among rec's rows, rec being batch ci; false if its key is
-// not dictionary-encoded strings or its times hold a NULL.
-func (p *latestPicker) add(ci int, rec arrow.RecordBatch) bool {
+// add picks among rec's rows, rec being batch ci, ids the series ids of
+// its key's dictionary (nil: none; not nil for every batch or none);
+// false if its key is not dictionary-encoded strings or its times hold a
+// NULL.
+func (p *latestPicker) add(ci int, rec arrow.RecordBatch, ids *buffer.SeriesIDs) bool {
+	if p.byID != nil && ids == nil {
+		return false // a batch without ids: the caller said every one has them
+	}
 	k, ok := latestKeyOf(rec, p.col)
 	if !ok {
 		return false
@@ -311,6 +343,18 @@ func (p *latestPicker) add(ci int, rec arrow.RecordBatch) bool {
 	}
 	if nullBest >= 0 {
 		p.null = p.take(p.null, latestPick{ci, int32(nullBest), int64(times[nullBest])})
+	}
+	if p.byID != nil {
+		for _, v := range p.touched {
+			r := best[v]
+			best[v] = -1
+			id := ids.IDs[v]
+			for int(id) >= len(p.byID) {
+				p.byID = append(p.byID, 0)
+			}
+			p.byID[id] = int32(p.take(int(p.byID[id])-1, latestPick{ci, r, int64(times[r])})) + 1
+		}
+		return true
 	}
 	for _, v := range p.touched {
 		r := best[v]

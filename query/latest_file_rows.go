@@ -191,7 +191,7 @@ func pickFileRows(ctx context.Context, fr *pqarrow.FileReader, leaves []int, col
 		}
 		rec := rr.RecordBatch()
 		starts = append(starts, at)
-		if !p.add(len(starts)-1, rec) {
+		if !p.add(len(starts)-1, rec, nil) {
 			return nil, fmt.Errorf("%w: %q is not dictionary-encoded strings, or a time is NULL", errFileRowsTypes, col)
 		}
 		at += rec.NumRows()

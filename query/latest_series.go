@@ -5,6 +5,9 @@ package query
 import (
 	"math"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/apron-db/apron/buffer"
 )
 
@@ -34,6 +37,7 @@ import (
 // admit) and the least of them.
 type spaceMemo struct {
 	bounds  []int64
+	values  []string // of the ids of bounds: the longest list seen
 	least   int64
 	stale   bool // least is to be found again
 	version int  // -1: to be made again
@@ -89,6 +93,39 @@ func keyValuesHint(chunks []buffer.Chunk, col string) int {
 	return min(hint, rows)
 }
 
+// oneSeriesSpace is the series space every chunk's key column col has
+// ids of, nil when not every chunk has them, or they are of several.
+func oneSeriesSpace(chunks []buffer.Chunk, col string) *buffer.SeriesSpace {
+	var space *buffer.SeriesSpace
+	for _, c := range chunks {
+		d := dictOf(c.Rec, col)
+		ids, ok := c.Series[col]
+		if !ok || d == nil || len(ids.IDs) != d.Len() || space != nil && ids.Space != space {
+			return nil
+		}
+		space = ids.Space
+	}
+	return space
+}
+
+// dictOf is rec's dictionary of key column col, nil if none.
+func dictOf(rec arrow.RecordBatch, col string) *array.String {
+	k, ok := latestKeyOf(rec, col)
+	if !ok {
+		return nil
+	}
+	return k.dict
+}
+
+// seriesHint is how many ids the chunks' key column col may have.
+func seriesHint(chunks []buffer.Chunk, col string) int {
+	n := 0
+	for _, c := range chunks {
+		n = max(n, len(c.Series[col].Values))
+	}
+	return n
+}
+
 // seriesOf is chunk c's series ids of key column col (key k), nil when
 // it has none that name k's dictionary.
 func seriesOf(c buffer.Chunk, col string, k latestKey) *buffer.SeriesIDs {
@@ -118,11 +155,16 @@ func (b *latestBounds) coveredBySeries(k latestKey, m *spaceMemo, maxTime int64)
 
 // spaceMemo brings m, the memo of ids' space, to the bounds' version.
 func (b *latestBounds) spaceMemo(m *spaceMemo, ids *buffer.SeriesIDs) {
+	if b.single != nil && ids.Space == b.single {
+		b.extendSingle(m, ids)
+		return
+	}
 	if m.version != b.version || len(m.bounds) < len(ids.Values) {
 		if cap(m.bounds) < len(ids.Values) {
 			m.bounds = make([]int64, len(ids.Values))
 		}
 		m.bounds = m.bounds[:len(ids.Values)]
+		m.values = ids.Values
 		for id, s := range ids.Values {
 			if b.only != nil && !b.only[s] {
 				m.bounds[id] = math.MaxInt64
@@ -173,4 +215,96 @@ func (m *spaceMemo) raise(id int32, s string, t int64, only map[string]bool) {
 	}
 	m.bounds[id] = t
 	m.stale = true
+}
+
+// One space.
+//
+// When every chunk's key has ids of one space (a day's rows in one
+// segment), the space's memo holds the bounds themselves: a credit
+// raises them by id, and the strings' map is not written (100,000 series:
+// 13 ms of map writes a query). Files, checked by value, come after the
+// chunks: the bounds are then written to the map (leaveSingle).
+
+// useSingle makes the one space of every chunk (key column col), if
+// there is one and it is used, the bounds' own.
+func (b *latestBounds) useSingle(chunks []buffer.Chunk, col string) {
+	sp := oneSeriesSpace(chunks, col)
+	if sp == nil || b.spaces[sp] == nil {
+		return
+	}
+	b.single = sp
+	m := b.spaces[sp]
+	m.bounds, m.values, m.least, m.version = m.bounds[:0], nil, math.MinInt64, b.version
+}
+
+// extendSingle gives the single space's memo m a bound for each of ids'
+// values it has none for: none yet, or none needed.
+func (b *latestBounds) extendSingle(m *spaceMemo, ids *buffer.SeriesIDs) {
+	if n := len(m.bounds); n < len(ids.Values) {
+		for _, s := range ids.Values[n:] {
+			v := int64(math.MinInt64)
+			if b.only != nil && !b.only[s] {
+				v = math.MaxInt64
+			}
+			m.bounds = append(m.bounds, v)
+		}
+		m.values = ids.Values
+		m.least = math.MinInt64
+		b.work += len(ids.Values) - n
+	}
+	if m.stale {
+		m.least = math.MaxInt64
+		for _, v := range m.bounds {
+			m.least = min(m.least, v)
+		}
+		m.stale = false
+	}
+	m.version = b.version
+}
+
+// creditSingle raises, for a chunk of the single space, the bounds of
+// its key's values to best (by dictionary index; math.MinInt64: no row);
+// false when the chunk is not of it.
+func (b *latestBounds) creditSingle(k latestKey, best []int64) bool {
+	if b.single == nil || k.series == nil || k.series.Space != b.single {
+		return false
+	}
+	m := b.spaces[b.single]
+	b.extendSingle(m, k.series)
+	raised := false
+	for i, t := range best {
+		if t == math.MinInt64 {
+			continue
+		}
+		b.latest = max(b.latest, t)
+		id := k.series.IDs[i]
+		if t > m.bounds[id] && m.bounds[id] != math.MaxInt64 {
+			m.bounds[id], raised, m.stale = t, true, true
+		}
+	}
+	if raised {
+		b.version++
+		m.version = b.version
+	}
+	return true
+}
+
+// leaveSingle writes the single space's bounds to the strings' map, and
+// checks chunks by it from then on.
+func (b *latestBounds) leaveSingle() {
+	if b.single == nil {
+		return
+	}
+	m := b.spaces[b.single]
+	b.single = nil
+	for id, t := range m.bounds {
+		if t == math.MinInt64 || t == math.MaxInt64 {
+			continue
+		}
+		s := m.values[id]
+		if old, ok := b.bound[s]; !ok || t > old {
+			b.bound[s] = t
+		}
+	}
+	b.version++
 }

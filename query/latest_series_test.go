@@ -19,8 +19,16 @@ import (
 // latest_series.go, and searched by them, scan_select.go): series that stop
 // reporting, NULL keys, a series whose newest rows have no usage, two
 // days (two spaces), the open chunk, key values the WHERE admits, and
-// bounds on time at every chunk's edges.
+// bounds on time at every chunk's edges. Over one day alone, the one
+// space's memo holds the bounds (useSingle), also when persisted files
+// are checked after the chunks.
 func TestLatestManySeries(t *testing.T) {
+	t.Run("two-days", func(t *testing.T) { latestManySeries(t, true, false) })
+	t.Run("one-day", func(t *testing.T) { latestManySeries(t, false, false) })
+	t.Run("one-day-files", func(t *testing.T) { latestManySeries(t, false, true) })
+}
+
+func latestManySeries(t *testing.T, dayBefore, files bool) {
 	s, ref, rng, write := cpuStore(t, Config{}, 11)
 	host := func(int) any { return fmt.Sprintf("s%04d", rng.IntN(3000)) }
 	usage := func(_ int, h any) any {
@@ -29,9 +37,14 @@ func TestLatestManySeries(t *testing.T) {
 		}
 		return float64(rng.IntN(1000)) / 10
 	}
-	// A day before: a partition, and a space, of its own.
-	write(base-int64(24*time.Hour), int64(time.Hour), 20_000, host, usage, false)
+	if dayBefore { // a partition, and a space, of its own
+		write(base-int64(24*time.Hour), int64(time.Hour), 20_000, host, usage, false)
+	}
 	for j := range 10 {
+		if files && j == 5 {
+			s.roll()
+			s.waitReleased(t, 1)
+		}
 		h := host
 		switch j {
 		case 0: // "gone-N" only here
@@ -84,8 +97,11 @@ func TestLatestManySeries(t *testing.T) {
 	}
 	b := newLatestBounds(0)
 	b.useSpaces(chunks, "host")
-	if len(b.spaces) != 2 {
-		t.Errorf("chunks checked by %d series spaces, want 2 (a day each)", len(b.spaces))
+	if want := map[bool]int{true: 2, false: 1}[dayBefore]; len(b.spaces) != want {
+		t.Errorf("chunks checked by %d series spaces, want %d (a day each)", len(b.spaces), want)
+	}
+	if b.useSingle(chunks, "host"); (b.single != nil) == dayBefore {
+		t.Errorf("one space taken as the bounds: %v", b.single != nil)
 	}
 	for _, c := range chunks {
 		c.Rec.Release()
