@@ -283,15 +283,16 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
 	sure := metaAgg{exact: p.exact}
-	hint := keyValuesHint(chunks, p.col)
-	if p.only != nil {
-		hint = min(hint, len(p.only)) // credit bounds no other value
-	}
+	keys, has := latestKeysOf(chunks, p.col)
 	b := newLatestBounds(0)
 	b.only = p.only
-	b.useSpaces(chunks, p.col)
-	b.useSingle(chunks, p.col)
+	b.useSpaces(keys)
+	b.useSingle(keys, has)
 	if b.single == nil || len(files) > 0 {
+		hint := keysHint(chunks, keys)
+		if p.only != nil {
+			hint = min(hint, len(p.only)) // credit bounds no other value
+		}
 		b.bound = make(map[string]int64, hint)
 	}
 	out := make([]bool, len(chunks))
@@ -301,11 +302,10 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 			break
 		}
 		c := chunks[i]
-		k, ok := latestKeyOf(c.Rec, p.col)
+		k, ok := keys[i], has[i]
 		if !ok {
 			continue
 		}
-		k.series = seriesOf(c, p.col, k)
 		if b.covered(k, c.MaxTime) {
 			out[i] = true
 			n++

@@ -96,11 +96,12 @@ func latestManySeries(t *testing.T, dayBefore, files bool) {
 		chunks = append(chunks, v.Chunks(seg, "db", "cpu")...)
 	}
 	b := newLatestBounds(0)
-	b.useSpaces(chunks, "host")
+	keys, has := latestKeysOf(chunks, "host")
+	b.useSpaces(keys)
 	if want := map[bool]int{true: 2, false: 1}[dayBefore]; len(b.spaces) != want {
 		t.Errorf("chunks checked by %d series spaces, want %d (a day each)", len(b.spaces), want)
 	}
-	if b.useSingle(chunks, "host"); (b.single != nil) == dayBefore {
+	if b.useSingle(keys, has); (b.single != nil) == dayBefore {
 		t.Errorf("one space taken as the bounds: %v", b.single != nil)
 	}
 	for _, c := range chunks {
