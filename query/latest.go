@@ -540,22 +540,19 @@ func (b *latestBounds) memo(dict *array.String) *dictMemo {
 	return m
 }
 
-// credit raises the bounds of the key values of rec's rows (key k) to
-// their greatest times, counting only rows where no column of nonNull is
-// NULL.
-func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []string) {
-	n := int(rec.NumRows())
-	b.work += n
+// creditColumns are rec's times, and the columns whose NULLs make a row
+// credit nothing (those of nonNull with a NULL, and the times if they
+// have one); false when no row credits (no time column, or one of
+// nonNull missing: NULL in every row).
+func creditColumns(rec arrow.RecordBatch, nonNull []string) (times []arrow.Timestamp, need []arrow.Array, ok bool) {
 	ts, ok := timeColumn(rec)
 	if !ok {
-		return
+		return nil, nil, false
 	}
-	times := ts.TimestampValues()
-	var need []arrow.Array // columns whose NULLs make a row credit nothing
 	for _, name := range nonNull {
 		ix := rec.Schema().FieldIndices(name)
 		if len(ix) == 0 {
-			return // every row NULL there
+			return nil, nil, false
 		}
 		if a := rec.Column(ix[0]); a.NullN() > 0 {
 			need = append(need, a)
@@ -563,6 +560,19 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 	}
 	if ts.NullN() > 0 {
 		need = append(need, ts)
+	}
+	return ts.TimestampValues(), need, true
+}
+
+// credit raises the bounds of the key values of rec's rows (key k) to
+// their greatest times, counting only rows where no column of nonNull is
+// NULL.
+func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []string) {
+	n := int(rec.NumRows())
+	b.work += n
+	times, need, ok := creditColumns(rec, nonNull)
+	if !ok {
+		return
 	}
 	counts := func(r int) bool {
 		for _, a := range need {

@@ -268,23 +268,9 @@ func (b *multiBounds) lookUp(m *multiCols, mm *multiMemo, c int32) {
 func (b *multiBounds) credit(rec arrow.RecordBatch, m *multiCols, nonNull []string) {
 	n := int(rec.NumRows())
 	b.work += n + m.codes
-	ts, ok := timeColumn(rec)
+	times, need, ok := creditColumns(rec, nonNull)
 	if !ok {
 		return
-	}
-	times := ts.TimestampValues()
-	var need []arrow.Array // columns whose NULLs make a row credit nothing
-	for _, name := range nonNull {
-		ix := rec.Schema().FieldIndices(name)
-		if len(ix) == 0 {
-			return // every row NULL there
-		}
-		if a := rec.Column(ix[0]); a.NullN() > 0 {
-			need = append(need, a)
-		}
-	}
-	if ts.NullN() > 0 {
-		need = append(need, ts)
 	}
 	best := make([]int64, m.codes)
 	for i := range best {
