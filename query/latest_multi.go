@@ -40,6 +40,10 @@ import (
 // maxMultiKeys bounds the key columns taken.
 const maxMultiKeys = 4
 
+// maxMultiMemos bounds the numbers a pruning's memos hold (12 bytes
+// each): ~12 MiB.
+const maxMultiMemos = 1 << 20
+
 // maxMultiCodes is how many numbers the dictionaries of a chunk of rows
 // rows may name: a few times its rows, so that a memo and a credit's
 // array stay near the chunk's size.
@@ -158,14 +162,22 @@ type multiBounds struct {
 	bound   map[string]int64
 	version int
 	memos   map[string]*multiMemo // by the dictionaries' dictIDs
-	work    int
-	buf     []byte
-	codes   []int32 // a chunk's, reused
+	// memoCodes counts the numbers of memos, bounded by memoLimit
+	// (maxMultiMemos; less in tests).
+	memoCodes, memoLimit int
+	best                 []int64 // a credit's, reused
+	work                 int
+	buf                  []byte
+	codes                []int32 // a chunk's, reused
 	// seen[c] == seenGen: c was seen in the chunk being checked.
 	seen    []uint32
 	seenGen uint32
 	cache   *comboCache // nil: none kept
 	cols    []string
+}
+
+func newMultiBounds(cache *comboCache, cols []string) *multiBounds {
+	return &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}, memoLimit: maxMultiMemos, cache: cache, cols: cols}
 }
 
 // memo is the memo of m's dictionaries, at the bounds' version.
@@ -183,8 +195,29 @@ func (b *multiBounds) memo(m *multiCols) *multiMemo {
 	}
 	mm := b.memos[string(id)]
 	if mm == nil {
-		mm = &multiMemo{bounds: make([]int64, m.codes), gen: make([]uint32, m.codes), cur: 1, version: b.version}
+		// Chunks of dictionaries of their own each need a memo, which
+		// serves them alone: past maxMultiMemos numbers, the memos go,
+		// their memory taken again by the next.
+		var reuse *multiMemo
+		if b.memoCodes+m.codes > b.memoLimit {
+			for _, old := range b.memos {
+				if cap(old.bounds) >= m.codes && (reuse == nil || cap(old.bounds) < cap(reuse.bounds)) {
+					reuse = old
+				}
+			}
+			clear(b.memos)
+			b.memoCodes = 0
+		}
+		if reuse != nil {
+			mm = reuse
+			mm.bounds, mm.gen = mm.bounds[:m.codes], mm.gen[:m.codes]
+			clear(mm.gen)
+			mm.cur, mm.version = 1, b.version
+		} else {
+			mm = &multiMemo{bounds: make([]int64, m.codes), gen: make([]uint32, m.codes), cur: 1, version: b.version}
+		}
 		b.memos[string(id)] = mm
+		b.memoCodes += m.codes
 		b.work += m.codes
 	}
 	if mm.version != b.version {
@@ -272,7 +305,10 @@ func (b *multiBounds) credit(rec arrow.RecordBatch, m *multiCols, nonNull []stri
 	if !ok {
 		return
 	}
-	best := make([]int64, m.codes)
+	if cap(b.best) < m.codes {
+		b.best = make([]int64, m.codes)
+	}
+	best := b.best[:m.codes]
 	for i := range best {
 		best[i] = math.MinInt64
 	}
@@ -313,7 +349,7 @@ func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cu
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
 	sure := metaAgg{exact: p.exact}
-	b := &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}, cache: p.combos, cols: p.cols}
+	b := newMultiBounds(p.combos, p.cols)
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apron-db/apron/objstore"
 )
@@ -89,4 +91,91 @@ func TestLatestMultiNulls(t *testing.T) {
 		return "r0"
 	})
 	check("after more rows")
+}
+
+// TestMultiMemosBounded: chunks of dictionaries of their own each need a
+// memo of their combinations; past the memos' bound they go, one's
+// memory taken again, and every chunk is still checked against the
+// bounds as they are.
+func TestMultiMemosBounded(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := newMultiBounds(nil, []string{"host", "region"})
+	b.memoLimit = 300 // a few chunks' numbers, not all six
+	const n = 10
+	chunk := func(c int) arrow.RecordBatch {
+		ts := make([]arrow.Timestamp, n)
+		hosts, regions := make([]string, n), make([]string, n)
+		for i := range n {
+			ts[i] = arrow.Timestamp(base + int64(c*n+i))
+			// Regions in another order in each chunk: each has other
+			// combination numbers.
+			hosts[i], regions[i] = fmt.Sprintf("c%d-h%d", c, i), fmt.Sprintf("r%d", (i*c)%n)
+		}
+		tb := array.NewTimestampBuilder(mem, tsNs)
+		defer tb.Release()
+		tb.AppendValues(ts, nil)
+		times := tb.NewArray()
+		defer times.Release()
+		cols := []arrow.Array{times}
+		fields := []arrow.Field{{Name: "time", Type: tsNs}}
+		for _, vals := range []struct {
+			name string
+			v    []string
+		}{{"host", hosts}, {"region", regions}} {
+			db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
+			for _, v := range vals.v {
+				if err := db.AppendString(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := db.NewArray()
+			db.Release()
+			defer a.Release()
+			cols = append(cols, a)
+			fields = append(fields, arrow.Field{Name: vals.name, Type: a.DataType(), Nullable: true})
+		}
+		return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, n)
+	}
+	// The chunks stay alive, as a pruning's do: a memo is named by its
+	// dictionaries' memory.
+	recs := make([]arrow.RecordBatch, 6)
+	for c := range recs {
+		recs[c] = chunk(c)
+		defer recs[c].Release()
+	}
+	check := func(round string, order []int, want bool) {
+		t.Helper()
+		for _, c := range order {
+			m, ok := multiColsOf(recs[c], b.cols)
+			if !ok {
+				t.Fatal("no key columns")
+			}
+			if got := b.covered(&m, n, base+int64(c*n+n-1)); got != want {
+				t.Errorf("%s: chunk %d covered %v, want %v", round, c, got, want)
+			}
+			if round == "none" {
+				b.credit(recs[c], &m, nil)
+			}
+			held := 0
+			for _, mm := range b.memos {
+				held += len(mm.bounds)
+			}
+			if held > b.memoLimit {
+				t.Errorf("%s: %d memos of %d numbers, over %d", round, len(b.memos), held, b.memoLimit)
+			}
+		}
+	}
+	check("none", []int{0, 1, 2, 3, 4, 5}, false)
+	// Each combination's bound is its own row's time; newest first, so
+	// that the memos left are of the oldest chunks, whose bounds come
+	// before the next chunks' times.
+	check("own rows", []int{5, 4, 3, 2, 1, 0}, false)
+	for k := range b.bound {
+		b.bound[k] = base + 1000
+	}
+	b.version++
+	// Newest first again: the first chunks take the memory of the memos
+	// of the oldest, whose numbers looked up before must not answer.
+	check("later", []int{5, 4, 3, 2, 1, 0}, true)
 }
