@@ -275,13 +275,7 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	if len(p.cols) > 0 {
 		return p.pruneMulti(chunks, files, cutoff)
 	}
-	order := make([]int, 0, len(chunks))
-	for i, c := range chunks {
-		if c.Rec.NumRows() > 0 {
-			order = append(order, i)
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+	order := newestFirst(chunks)
 	sure := metaAgg{exact: p.exact}
 	keys, has := latestKeysOf(chunks, p.col)
 	b := newLatestBounds(0)
@@ -365,9 +359,28 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 	if n == 0 {
 		return chunks, files, 0, nfiles
 	}
-	// Released only now: a dictionary's memory freed while the loop runs
-	// could be reused by another at the same address, which its memo
-	// (dictID) would then take for the first.
+	return releaseLeftOut(chunks, out), files, n, nfiles
+}
+
+// newestFirst is the indices of chunks with rows, by their greatest time,
+// newest first.
+func newestFirst(chunks []buffer.Chunk) []int {
+	order := make([]int, 0, len(chunks))
+	for i, c := range chunks {
+		if c.Rec.NumRows() > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+	return order
+}
+
+// releaseLeftOut releases the chunks out says are left out, and returns
+// the others (in chunks' memory). Released only once a pruning is done: a
+// dictionary's memory freed while it runs could be reused by another at
+// the same address, which its memos (dictID) would then take for the
+// first.
+func releaseLeftOut(chunks []buffer.Chunk, out []bool) []buffer.Chunk {
 	kept := chunks[:0]
 	for i, c := range chunks {
 		if out[i] {
@@ -376,7 +389,7 @@ func (p *latestPrune) prune(chunks []buffer.Chunk, files []persist.File, cutoff 
 		}
 		kept = append(kept, c)
 	}
-	return kept, files, n, nfiles
+	return kept
 }
 
 // fileLookCost is the work a file's key set counts for besides its

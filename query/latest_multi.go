@@ -3,7 +3,6 @@
 package query
 
 import (
-	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -341,13 +340,7 @@ rows:
 
 // pruneMulti is prune for several key columns: files are all kept.
 func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cutoff int64) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
-	order := make([]int, 0, len(chunks))
-	for i, c := range chunks {
-		if c.Rec.NumRows() > 0 {
-			order = append(order, i)
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+	order := newestFirst(chunks)
 	sure := metaAgg{exact: p.exact}
 	b := newMultiBounds(p.combos, p.cols)
 	out := make([]bool, len(chunks))
@@ -373,13 +366,5 @@ func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cu
 	if n == 0 {
 		return chunks, files, 0, 0
 	}
-	kept := chunks[:0]
-	for i, c := range chunks {
-		if out[i] {
-			c.Rec.Release()
-			continue
-		}
-		kept = append(kept, c)
-	}
-	return kept, files, n, 0
+	return releaseLeftOut(chunks, out), files, n, 0
 }
