@@ -647,7 +647,7 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 				b.bound[s], raised = t, true
 				b.latest = max(b.latest, t)
 				if sm != nil {
-					sm.raise(k.series.IDs[i], s, t, b.only)
+					sm.raise(k.series.IDs[i], t)
 				}
 			}
 		}

@@ -207,13 +207,7 @@ func (b *latestBounds) spaceMemo(m *spaceMemo, ids *buffer.SeriesIDs) {
 		b.work += len(ids.Values)
 		m.version, m.stale = b.version, true
 	}
-	if m.stale {
-		m.least = math.MaxInt64
-		for _, v := range m.bounds {
-			m.least = min(m.least, v)
-		}
-		m.stale = false
-	}
+	m.findLeast()
 }
 
 // currentSpaceMemo is the memo of k's space when it is used and current,
@@ -229,8 +223,9 @@ func (b *latestBounds) currentSpaceMemo(k latestKey) *spaceMemo {
 	return m
 }
 
-// raise sets the bound of id, value s, to t.
-func (m *spaceMemo) raise(id int32, s string, t int64, only map[string]bool) {
+// raise sets the bound of id to t (a value the WHERE admits: credit
+// skips the others).
+func (m *spaceMemo) raise(id int32, t int64) {
 	if m.version < 0 {
 		return
 	}
@@ -238,11 +233,20 @@ func (m *spaceMemo) raise(id int32, s string, t int64, only map[string]bool) {
 		m.version = -1 // made again from a longer list of values
 		return
 	}
-	if only != nil && !only[s] {
-		return
-	}
 	m.bounds[id] = t
 	m.stale = true
+}
+
+// findLeast finds the least bound again when a raise may have moved it.
+func (m *spaceMemo) findLeast() {
+	if !m.stale {
+		return
+	}
+	m.least = math.MaxInt64
+	for _, v := range m.bounds {
+		m.least = min(m.least, v)
+	}
+	m.stale = false
 }
 
 // One space.
@@ -286,13 +290,7 @@ func (b *latestBounds) extendSingle(m *spaceMemo, ids *buffer.SeriesIDs) {
 		m.least = math.MinInt64
 		b.work += len(ids.Values) - n
 	}
-	if m.stale {
-		m.least = math.MaxInt64
-		for _, v := range m.bounds {
-			m.least = min(m.least, v)
-		}
-		m.stale = false
-	}
+	m.findLeast()
 	m.version = b.version
 }
 
