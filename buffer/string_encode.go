@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -92,6 +93,9 @@ func encodeOffsets[O int32 | int64](arr arrow.Array, offsets []O, data []byte) (
 	}
 	off := arr.Data().Offset()
 	for i := range n {
+		if i == reserveCheckRow && 2*e.len() > i {
+			e.reserve(n, i)
+		}
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, off+i) {
 			idx[i] = e.nullIndex()
 			continue
@@ -323,8 +327,32 @@ func (e *stringEncoder) insert(h uint64, id int32) {
 	e.slots[i] = h>>32<<32 | uint64(id+1)
 }
 
-func (e *stringEncoder) grow() {
-	e.slots = make([]uint64, 2*len(e.slots))
+func (e *stringEncoder) grow() { e.rehash(2 * len(e.slots)) }
+
+// reserveCheckRow is the row at which encodeOffsets looks at how many of
+// the rows so far were new values: over half, and the column is taken for
+// one of many series (a value per row in the batch), and the encoder is
+// sized at once for every row to be new (reserve), instead of doubling its
+// table and slices a dozen times on the way to 65,536 values (8.3 ms a
+// 64k-row batch, against 0.7 with 1,000 values).
+const reserveCheckRow = 4096
+
+// reserve sizes the encoder for rows values in all, at the average length
+// of the values of the first seen rows.
+func (e *stringEncoder) reserve(rows, seen int) {
+	if size := 1 << bits.Len(uint(2*rows)); size > len(e.slots) {
+		e.rehash(size)
+	}
+	e.keys = slices.Grow(e.keys, rows-len(e.keys))
+	e.offsets = slices.Grow(e.offsets, rows+1-len(e.offsets))
+	if seen > 0 {
+		e.data = slices.Grow(e.data, len(e.data)/seen*(rows-seen)+len(e.data)/8)
+	}
+}
+
+// rehash moves every value into a table of size slots (a power of two).
+func (e *stringEncoder) rehash(size int) {
+	e.slots = make([]uint64, size)
 	e.mask = uint64(len(e.slots) - 1)
 	for id, k := range e.keys {
 		var h uint64

@@ -45,7 +45,9 @@ func TestEncodeStrings(t *testing.T) {
 		{"utf8-runs", 5000, 30, arrow.BinaryTypes.String, "", true},
 		{"utf8-long-runs", 5000, 30, arrow.BinaryTypes.String, "a-value-longer-than-16-bytes-", true},
 		{"utf8", 5000, 20, arrow.BinaryTypes.String, "", false},
+		// Past reserveCheckRow with over half its rows new: sized at once.
 		{"utf8-many-distinct", 20000, 15000, arrow.BinaryTypes.String, "", false},
+		{"utf8-long-many-distinct", 20000, 15000, arrow.BinaryTypes.String, "a-value-longer-than-16-bytes-", false},
 		{"large-utf8", 3000, 50, arrow.BinaryTypes.LargeString, "", false},
 		{"dictionary-int8", 3000, 40, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, "", false},
 		{"dictionary-uint16-large", 3000, 300, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.LargeString}, "", false},
