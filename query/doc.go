@@ -194,7 +194,10 @@
 // looking up each chunk's dictionary by string. GROUP BY two to four
 // string columns is pruned by their combinations, and DuckDB answers
 // over what is kept (latest_multi.go); a sealed chunk's combinations are
-// kept once found (latest_combos.go).
+// kept once found (latest_combos.go). When DuckDB answers (several keys,
+// an ORDER BY of an aggregate), it is given each persisted file as its
+// latest row of each key value or combination where those stand for
+// the file (latest_file_swap.go, latest_multi_pick.go).
 //
 // # What repeats is not redone
 //

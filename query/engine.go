@@ -198,6 +198,9 @@ type Engine struct {
 	// latestChunks and latestFiles are left out as older than every key
 	// value's latest row (latest.go).
 	latestChunks, latestFiles atomic.Int64
+	// latestFileSwaps are files DuckDB was given as their latest rows
+	// (latest_file_swap.go).
+	latestFileSwaps atomic.Int64
 	// latestCombos keeps the combinations of key columns sealed chunks
 	// hold (latest_combos.go).
 	latestCombos *comboCache
@@ -517,6 +520,9 @@ type Stats struct {
 	// with max and arg_max of time) as older than every key value's
 	// latest row (latest.go).
 	LatestChunks, LatestFiles int64
+	// LatestFileSwaps are the persisted files DuckDB read as their latest
+	// rows per key, not whole (latest_file_swap.go).
+	LatestFileSwaps int64
 	// LatestFileReads are the persisted files read for their latest row
 	// of each key value, and LatestFileRowsBytes what the cache of those
 	// rows holds now (latest_file_rows.go).
@@ -551,6 +557,7 @@ func (e *Engine) Stats() Stats {
 	st.MetaChunks, st.MetaFiles = e.metaChunks.Load(), e.metaFiles.Load()
 	st.NewestChunks, st.NewestFiles = e.newestChunks.Load(), e.newestFiles.Load()
 	st.LatestChunks, st.LatestFiles = e.latestChunks.Load(), e.latestFiles.Load()
+	st.LatestFileSwaps = e.latestFileSwaps.Load()
 	st.LatestFileReads, st.LatestFileReadAheads = e.fileRowsRead.Load(), e.latestWarmed.Load()
 	_, _, _, st.LatestFileRowsBytes = e.fileRows.stats()
 	st.DeleteFilesRead, st.DeleteFilesSkipped = e.deleteFilesRead.Load(), e.deleteFilesSkipped.Load()

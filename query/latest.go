@@ -81,6 +81,10 @@ type latestPrune struct {
 	// latest_order.go).
 	project []int
 	table   *catalog.Table
+	// tab is the table, whether or not the answer is found in Go: for
+	// the files DuckDB is given as their latest rows
+	// (latest_file_swap.go).
+	tab *catalog.Table
 	where   *directWhere
 	cut     *latestCut
 	// countKeys: the answer is the number of the latest rows' key values,
@@ -105,7 +109,7 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 	if !ok {
 		return nil
 	}
-	p := &latestPrune{key: lowerKey(t.Database, t.Name), exact: allTime}
+	p := &latestPrune{key: lowerKey(t.Database, t.Name), exact: allTime, tab: t}
 	var eq map[string][]string
 	if node["where_clause"] != nil {
 		// Bounds on time and nothing else (a table in exact), or those

@@ -88,7 +88,7 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 		if fr, ok := rows[fileKey(f)]; ok {
 			return fr, nil
 		}
-		fr, _, err := e.fileRowsOf(ctx, f, p.col, p.table, true)
+		fr, _, err := e.fileRowsOf(ctx, f, []string{p.col}, p.table, true)
 		if err == nil {
 			err = fr.unusable
 		}

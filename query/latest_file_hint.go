@@ -202,12 +202,12 @@ func (e *Engine) warmHinted(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		col, ok := findColumn(t, h.Col)
+		cols, ok := keyColumns(t, h.Col)
 		if !ok {
 			continue
 		}
-		e.readAhead(ctx, f, col, t)
-		want := latestWant{t.Database, t.Name, col}
+		e.readAhead(ctx, f, cols, t)
+		want := latestWant{t.Database, t.Name, keySpec(cols)}
 		if since, ok := newest[want]; !ok || f.MaxTime > since {
 			newest[want] = f.MaxTime
 		}

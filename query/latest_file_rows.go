@@ -41,7 +41,8 @@ import (
 // frees them once no query holds them; the cache's reference is never
 // released, so a query's Release never frees what another reads.
 
-// fileRows is a file's latest row of each value of a key column.
+// fileRows is a file's latest row of each value of a key column, or of
+// each combination of values of several (latest_multi.go).
 type fileRows struct {
 	chunk buffer.Chunk // no rows for an empty file
 	size  int64        // bytes of its buffers
@@ -65,28 +66,30 @@ const fileRowsBatch = 64 << 10
 // can hold for its table column; DuckDB answers.
 var errFileRowsTypes = errors.New("a persisted column's type differs from the table's")
 
-// fileRowsOf returns f's latest row of each value of col (a string column
-// of t), from the cache when an earlier query read them; parallel reads
-// the file's columns on every core. read says whether this call read
-// the file (not the cache, nor another call reading it at once).
-func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *catalog.Table, parallel bool) (_ *fileRows, read bool, _ error) {
-	k := fileKeysKey{fileKey(f), col}
+// fileRowsOf returns f's latest row of each value of cols (string columns
+// of t: one, or the combinations of several), from the cache when an
+// earlier query read them; parallel reads the file's columns on every
+// core. read says whether this call read the file (not the cache, nor
+// another call reading it at once).
+func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, cols []string, t *catalog.Table, parallel bool) (_ *fileRows, read bool, _ error) {
+	spec := keySpec(cols)
+	k := fileKeysKey{fileKey(f), spec}
 	if r, ok := e.fileRows.get(k); ok {
 		return r, false, nil
 	}
-	v, err, _ := e.fileRowsFlight.Do(fmt.Sprintf("%s\x00%d\x00%d\x00%s", f.Path, f.Size, f.CRC32C, col), func() (any, error) {
+	v, err, _ := e.fileRowsFlight.Do(fmt.Sprintf("%s\x00%d\x00%d\x00%s", f.Path, f.Size, f.CRC32C, spec), func() (any, error) {
 		if r, ok := e.fileRows.peek(k); ok {
 			return r, nil
 		}
 		var r *fileRows
 		err := e.readPersisted(ctx, f, func(pf *file.Reader) (err error) {
-			r, err = readFileRows(ctx, pf, col, t, fileRowsBatch, parallel)
+			r, err = readFileRows(ctx, pf, cols, t, fileRowsBatch, parallel)
 			return err
 		})
 		if errors.Is(err, errFileRowsTypes) {
-			r = &fileRows{unusable: fmt.Errorf("the latest rows of %q in %s: %w", col, f.Path, err), size: 256}
+			r = &fileRows{unusable: fmt.Errorf("the latest rows of %q in %s: %w", cols, f.Path, err), size: 256}
 		} else if err != nil {
-			return nil, fmt.Errorf("reading the latest rows of %q in %s: %w", col, f.Path, err)
+			return nil, fmt.Errorf("reading the latest rows of %q in %s: %w", cols, f.Path, err)
 		}
 		e.fileRowsRead.Add(1)
 		e.fileRows.put(k, r, r.size)
@@ -100,30 +103,33 @@ func (e *Engine) fileRowsOf(ctx context.Context, f persist.File, col string, t *
 }
 
 // readFileRows reads pf, batch rows at a time (its columns in parallel
-// with parallel), for the latest row of each value of col: its key and
-// time columns first, to pick those rows; then every column, taking the
-// rows picked. Picking as the rows are read, all columns at once, took
+// with parallel), for the latest row of each value of cols (of each
+// combination, for several): its key and time columns first, to pick
+// those rows; then every column, taking the rows picked. Picking as the rows are read, all columns at once, took
 // 504 ms for 2M rows of 100,000 series (BenchmarkLatestPersisted), the
 // kept rows gathered again with every batch; in two passes, each row is
 // gathered once: 220-269 ms.
-func readFileRows(ctx context.Context, pf *file.Reader, col string, t *catalog.Table, batch int64, parallel bool) (*fileRows, error) {
+func readFileRows(ctx context.Context, pf *file.Reader, cols []string, t *catalog.Table, batch int64, parallel bool) (*fileRows, error) {
 	mem := memory.DefaultAllocator
 	sch := pf.MetaData().Schema
-	tc, kc := sch.ColumnIndexByName(buffer.TimeColumn), sch.ColumnIndexByName(col)
+	tc := sch.ColumnIndexByName(buffer.TimeColumn)
 	if tc < 0 {
 		return nil, fmt.Errorf("%w: no %s column", errFileRowsTypes, buffer.TimeColumn)
 	}
 	props := pqarrow.ArrowReadProperties{BatchSize: batch, Parallel: parallel}
 	leaves := []int{tc}
-	if kc >= 0 {
-		props.SetReadDict(kc, true)
-		leaves = append(leaves, kc)
+	for _, col := range cols {
+		// A key column the file lacks (added later) is NULL in its rows.
+		if kc := sch.ColumnIndexByName(col); kc >= 0 {
+			props.SetReadDict(kc, true)
+			leaves = append(leaves, kc)
+		}
 	}
 	fr, err := pqarrow.NewFileReader(pf, props, mem)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := pickFileRows(ctx, fr, leaves, col)
+	rows, err := pickFileRows(ctx, fr, leaves, cols)
 	if err != nil {
 		return nil, err
 	}
@@ -169,20 +175,31 @@ func readFileRows(ctx context.Context, pf *file.Reader, col string, t *catalog.T
 	if len(rows) > 0 {
 		return nil, fmt.Errorf("the file ended %d rows before its last picked row", rows[len(rows)-1]-at+1)
 	}
-	return joinFileRows(kept, col, t, mem)
+	return joinFileRows(kept, cols, t, mem)
 }
 
 // pickFileRows returns the file's rows (by position, in order) of the
-// latest of each value of col, reading only leaves (its time and key
-// columns).
-func pickFileRows(ctx context.Context, fr *pqarrow.FileReader, leaves []int, col string) ([]int64, error) {
+// latest of each value of cols (of each combination, for several),
+// reading only leaves (its time and key columns).
+func pickFileRows(ctx context.Context, fr *pqarrow.FileReader, leaves []int, cols []string) ([]int64, error) {
 	rr, err := fr.GetRecordReader(ctx, leaves, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Release()
 	// Key values are copied (clone): a batch's dictionary is not kept.
-	p := newLatestPicker(col, 0, true)
+	var (
+		one   *latestPicker
+		multi *multiPicker
+		add   func(ci int, rec arrow.RecordBatch) bool
+	)
+	if len(cols) == 1 {
+		one = newLatestPicker(cols[0], 0, true)
+		add = func(ci int, rec arrow.RecordBatch) bool { return one.add(ci, rec, nil) }
+	} else {
+		multi = newMultiPicker(cols)
+		add = multi.add
+	}
 	var starts []int64 // of each batch, in the file's rows
 	var at int64
 	for rr.Next() {
@@ -191,26 +208,32 @@ func pickFileRows(ctx context.Context, fr *pqarrow.FileReader, leaves []int, col
 		}
 		rec := rr.RecordBatch()
 		starts = append(starts, at)
-		if !p.add(len(starts)-1, rec, nil) {
-			return nil, fmt.Errorf("%w: %q is not dictionary-encoded strings, or a time is NULL", errFileRowsTypes, col)
+		if !add(len(starts)-1, rec) {
+			return nil, fmt.Errorf("%w: %q: not dictionary-encoded strings (or their combinations too many in a batch), or a time is NULL", errFileRowsTypes, cols)
 		}
 		at += rec.NumRows()
 	}
 	if err := rr.Err(); err != nil {
 		return nil, err
 	}
-	rows := make([]int64, len(p.picks))
-	for i, pk := range p.picks {
+	var picks []latestPick
+	if one != nil {
+		picks = one.picks
+	} else {
+		picks = multi.picks
+	}
+	rows := make([]int64, len(picks))
+	for i, pk := range picks {
 		rows[i] = starts[pk.chunk] + int64(pk.row)
 	}
 	slices.Sort(rows)
 	return rows, nil
 }
 
-// joinFileRows makes one batch of kept, in t's types: col re-encoded
-// with a dictionary of its values alone (each of kept's holds the
-// dictionary of the row group it was read from).
-func joinFileRows(kept []buffer.Chunk, col string, t *catalog.Table, mem memory.Allocator) (*fileRows, error) {
+// joinFileRows makes one batch of kept, in t's types: the key columns
+// cols re-encoded with a dictionary of their values alone (each of kept's
+// holds the dictionary of the row group it was read from).
+func joinFileRows(kept []buffer.Chunk, keys []string, t *catalog.Table, mem memory.Allocator) (*fileRows, error) {
 	if len(kept) == 0 {
 		return &fileRows{}, nil
 	}
@@ -242,7 +265,9 @@ func joinFileRows(kept []buffer.Chunk, col string, t *catalog.Table, mem memory.
 			parts[j] = c.Rec.Column(i)
 		}
 		var err error
-		if fl.Name == col {
+		if slices.Contains(keys, fl.Name) || tc.Type.ID() == arrow.STRING {
+			// Every string column as the buffer holds it: DuckDB's scan
+			// is given these rows as a chunk (latest_file_swap.go).
 			cols[i], err = dictionaryOfStrings(parts, mem)
 		} else {
 			cols[i], err = conformColumn(parts, tc.Type, mem)
@@ -295,15 +320,25 @@ func tableColumn(t *catalog.Table, name string) (catalog.Column, bool) {
 	return catalog.Column{}, false
 }
 
-// dictionaryOfStrings joins dictionary-encoded string columns into one
-// with a dictionary of the values they hold.
+// dictionaryOfStrings joins string columns, dictionary-encoded or not,
+// into one with a dictionary of the values they hold.
 func dictionaryOfStrings(parts []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	b := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
 	defer b.Release()
 	for _, p := range parts {
+		if plain, ok := p.(*array.String); ok {
+			for r := range plain.Len() {
+				if plain.IsNull(r) {
+					b.AppendNull()
+				} else if err := b.AppendString(plain.Value(r)); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		d, ok := p.(*array.Dictionary)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s, not dictionary-encoded strings", errFileRowsTypes, p.DataType())
+			return nil, fmt.Errorf("%w: %s, not strings", errFileRowsTypes, p.DataType())
 		}
 		values, ok := d.Dictionary().(*array.String)
 		if !ok {

@@ -63,7 +63,7 @@ func TestReadFileRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fr, err := readFileRows(context.Background(), pf, col, tbl, batch, batch > 100)
+			fr, err := readFileRows(context.Background(), pf, []string{col}, tbl, batch, batch > 100)
 			pf.Close()
 			if err != nil {
 				t.Fatalf("%s, batches of %d: %v", col, batch, err)
@@ -120,7 +120,7 @@ func TestFileRowsReadOnce(t *testing.T) {
 	for i := range n {
 		go func() {
 			<-start
-			got[i], read[i], errs[i] = s.e.fileRowsOf(context.Background(), files[0], "host", tbl, true)
+			got[i], read[i], errs[i] = s.e.fileRowsOf(context.Background(), files[0], []string{"host"}, tbl, true)
 			done <- i
 		}()
 	}
@@ -139,7 +139,7 @@ func TestFileRowsReadOnce(t *testing.T) {
 	if readers := len(slices.DeleteFunc(read, func(r bool) bool { return !r })); readers != 1 {
 		t.Errorf("%d calls say they read the file, want 1", readers)
 	}
-	if _, read, err := s.e.fileRowsOf(context.Background(), files[0], "host", tbl, true); err != nil || read {
+	if _, read, err := s.e.fileRowsOf(context.Background(), files[0], []string{"host"}, tbl, true); err != nil || read {
 		t.Fatalf("a later call: read %v, err %v; want the kept rows", read, err)
 	}
 	if r := s.e.Stats().LatestFileReads; r != 1 {

@@ -36,7 +36,8 @@ const (
 	latestWarmedMax = 1 << 16
 )
 
-// latestWant is a table and key column, as the catalog names them.
+// latestWant is a table and key column (key columns: keySpec), as the
+// catalog names them.
 type latestWant struct{ db, table, col string }
 
 // latestWarm is what the read-ahead remembers.
@@ -152,16 +153,20 @@ func (e *Engine) warmLatest(ctx context.Context) {
 				if f.Database != t.Database || f.Table != t.Name || f.MaxTime <= since || bounds.misses(f.Rows, f.MinTime, f.MaxTime) {
 					continue
 				}
-				e.readAhead(ctx, f, w.col, t)
+				cols, ok := keyColumns(t, w.col)
+				if !ok {
+					continue
+				}
+				e.readAhead(ctx, f, cols, t)
 			}
 		}
 	}
 }
 
-// readAhead reads f's latest rows of col (of t) if they are neither kept
+// readAhead reads f's latest rows of cols (of t) if they are neither kept
 // nor read ahead before.
-func (e *Engine) readAhead(ctx context.Context, f persist.File, col string, t *catalog.Table) {
-	k := fileKeysKey{fileKey(f), col}
+func (e *Engine) readAhead(ctx context.Context, f persist.File, cols []string, t *catalog.Table) {
+	k := fileKeysKey{fileKey(f), keySpec(cols)}
 	if _, kept := e.fileRows.peek(k); kept || !e.latestWarm.first(k) {
 		return
 	}
@@ -169,7 +174,7 @@ func (e *Engine) readAhead(ctx context.Context, f persist.File, col string, t *c
 	if h := panicTestHooks.Load(); h != nil && h.readAhead != nil {
 		h.readAhead()
 	}
-	_, read, err := e.fileRowsOf(ctx, f, col, t, false)
+	_, read, err := e.fileRowsOf(ctx, f, cols, t, false)
 	if err != nil {
 		e.log.Debug("reading ahead a file's latest rows failed; a query will read them", "file", f.Path, "err", err)
 		return

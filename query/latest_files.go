@@ -5,11 +5,13 @@ package query
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
+	"github.com/apron-db/apron/catalog"
 	"github.com/apron-db/apron/persist"
 )
 
@@ -30,11 +32,29 @@ type fileKeySet struct {
 	known  bool
 }
 
-// fileKeysKey names a file's key set: the file as the footer caches know
-// it, and the column.
+// fileKeysKey names a file's key set, or its latest rows: the file as
+// the footer caches know it, and the column (the key columns, keySpec).
 type fileKeysKey struct {
 	file footerKey
 	col  string
+}
+
+// keySpec names key columns in a fileKeysKey, a latestWant and the
+// read-ahead hint: one column's name, or several joined by NUL, which no
+// column name holds (catalog.ValidateColumnName: printable only).
+func keySpec(cols []string) string { return strings.Join(cols, "\x00") }
+
+// keyColumns is the columns spec names, as t names them; false when one
+// is not t's.
+func keyColumns(t *catalog.Table, spec string) ([]string, bool) {
+	cols := strings.Split(spec, "\x00")
+	for i, c := range cols {
+		var ok bool
+		if cols[i], ok = findColumn(t, c); !ok {
+			return nil, false
+		}
+	}
+	return cols, true
 }
 
 // defaultFileKeysBytes bounds the cached key sets, by their values' bytes

@@ -407,6 +407,7 @@ func apron_scan_init(p unsafe.Pointer) {
 				g.chunks, g.files, nc, nf = qs.latest.prune(g.chunks, g.files, view.Cutoff(bd.key.Database), keysOf, nil)
 				bd.e.latestChunks.Add(int64(nc))
 				bd.e.latestFiles.Add(int64(nf))
+				g.chunks, g.files = bd.e.fileRowsInstead(g.ctx, qs.latest, g.chunks, g.files)
 			}
 		}
 	}

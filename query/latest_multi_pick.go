@@ -1,0 +1,79 @@
+//go:build duckdb_arrow
+
+package query
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// multiPicker picks, among batches, the first row of the greatest time of
+// each combination of values of several key columns (NULL a value of its
+// own in each): what latestPicker does for one key, for a persisted
+// file's latest rows (latest_file_rows.go). Within a batch, combinations
+// are numbered from the dictionaries' indices (multiCols) and each
+// number's best row found in one pass; across batches, whose row groups
+// have dictionaries of their own, they are named by their values
+// (multiCols.key).
+type multiPicker struct {
+	cols  []string
+	picks []latestPick
+	// byKey is each combination's pick, by its values.
+	byKey map[string]int
+	// best is, per combination number of the batch being read, its best
+	// row (-1: none yet); touched the numbers set.
+	best    []int32
+	touched []int32
+	codes   []int32
+	buf     []byte
+}
+
+func newMultiPicker(cols []string) *multiPicker {
+	return &multiPicker{cols: cols, byKey: map[string]int{}}
+}
+
+// add picks among rec's rows, rec being batch ci; false if a key column
+// is not dictionary-encoded strings, its combinations are too many
+// (maxMultiCodes), or a time is NULL.
+func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
+	m, ok := multiColsOf(rec, p.cols)
+	if !ok {
+		return false
+	}
+	ts, ok := timeColumn(rec)
+	if !ok || ts.NullN() > 0 {
+		return false
+	}
+	times := ts.TimestampValues()
+	p.codes = m.codesOf(len(times), p.codes)
+	for len(p.best) < m.codes {
+		p.best = append(p.best, -1)
+	}
+	best := p.best
+	p.touched = p.touched[:0]
+	for r, c := range p.codes {
+		switch b := best[c]; {
+		case b < 0:
+			p.touched = append(p.touched, c)
+			best[c] = int32(r)
+		case times[r] > times[b]:
+			best[c] = int32(r)
+		}
+	}
+	for _, c := range p.touched {
+		r := best[c]
+		best[c] = -1
+		p.buf = m.key(int(c), p.buf)
+		pk := latestPick{ci, r, int64(times[r])}
+		slot, seen := p.byKey[string(p.buf)]
+		switch {
+		case !seen:
+			// string(p.buf) as a new key is a copy: the batch's
+			// dictionaries may go.
+			p.byKey[string(p.buf)] = len(p.picks)
+			p.picks = append(p.picks, pk)
+		case pk.time > p.picks[slot].time:
+			p.picks[slot] = pk
+		}
+	}
+	return true
+}
