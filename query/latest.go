@@ -84,9 +84,9 @@ type latestPrune struct {
 	// tab is the table, whether or not the answer is found in Go: for
 	// the files DuckDB is given as their latest rows
 	// (latest_file_swap.go).
-	tab *catalog.Table
-	where   *directWhere
-	cut     *latestCut
+	tab   *catalog.Table
+	where *directWhere
+	cut   *latestCut
 	// countKeys: the answer is the number of the latest rows' key values,
 	// NULL not counted (SELECT count(DISTINCT key): latest_count.go).
 	countKeys bool
