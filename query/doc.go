@@ -192,7 +192,8 @@
 // Chunks are checked by their series ids, against a bound per id of the
 // partition's values (latest_series.go), when that costs less than
 // looking up each chunk's dictionary by string. GROUP BY two to four
-// string columns is pruned by their combinations, and DuckDB answers
+// string columns, or one with equalities of other string columns, is
+// pruned by their combinations, and DuckDB answers
 // over what is kept (latest_multi.go); a sealed chunk's combinations are
 // kept once found (latest_combos.go). When DuckDB answers (several keys,
 // an ORDER BY of an aggregate), it is given each persisted file as its

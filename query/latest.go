@@ -26,7 +26,8 @@ import (
 // and arg_max / max_by / arg_max_null(col, time); ORDER BY and LIMIT of
 // the groups allowed; a WHERE of bounds on time, and of equalities of
 // the key (key = 'v', key IN ('v', 'w')), or none) needs, for each value
-// of key, only its rows of the greatest time. QuestDB answers it with
+// of key, only its rows of the greatest time. (Equalities of other
+// string columns make those columns keys too: latest_multi.go.) QuestDB answers it with
 // LATEST ON, InfluxDB 3 with a last-value cache; DuckDB's aggregate reads
 // every row. Its scan
 // hands it fewer: chunks are taken newest first (by their greatest
@@ -67,6 +68,13 @@ type latestPrune struct {
 	// those of sealed chunks kept in combos (the engine's; nil: none).
 	cols   []string
 	combos *comboCache
+	// colOnly, when set, is per column of cols the values the WHERE's
+	// equalities admit (nil: any). Rows of other values match nothing,
+	// so their combinations need no later row (latest_multi.go). A
+	// column may be in cols for its equalities alone, not a key of the
+	// answer: WHERE region = 'r' GROUP BY host is pruned by (host,
+	// region), of region 'r' only.
+	colOnly []map[string]bool
 	// exact are the times within which a row matches the WHERE for
 	// certain (allTime without one).
 	exact timeBounds
@@ -113,8 +121,8 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 	var eq map[string][]string
 	if node["where_clause"] != nil {
 		// Bounds on time and nothing else (a table in exact), or those
-		// and equalities of the key column (in exactEq; checked once the
-		// key is known).
+		// and equalities of string columns (in exactEq; the key's taken
+		// by keyOf, others' by multiEqualsOf).
 		if p.exact, ok = exact[p.key]; !ok {
 			if p.exact, ok = exactEq[p.key]; !ok {
 				return nil
@@ -134,12 +142,16 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 		return nil
 	}
 	if len(groups) > 1 {
-		// Several key columns (latest_multi.go): no equalities.
-		if eq != nil || !p.multiKeysOf(sh, t, groups) {
+		// Several key columns (latest_multi.go).
+		if !p.multiKeysOf(sh, t, groups) || !p.multiEqualsOf(t, eq) {
 			return nil
 		}
 	} else if _, ok = p.keyOf(sh, t, groups[0], eq); !ok {
-		return nil
+		// Equalities of other columns: pruned by the combinations of
+		// the key and those columns (latest_multi.go).
+		if eq == nil || !p.multiKeysOf(sh, t, groups) || !p.multiEqualsOf(t, eq) {
+			return nil
+		}
 	}
 	list, _ := node["select_list"].([]any)
 	for _, x := range list {

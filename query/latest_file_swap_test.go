@@ -49,6 +49,11 @@ func TestLatestFilesAsRows(t *testing.T) {
 		"SELECT region, host, max(time) AS t FROM db.cpu GROUP BY region, host ORDER BY t DESC LIMIT 7",
 		"SELECT host, arg_max(usage, time) AS u FROM db.cpu GROUP BY host ORDER BY u DESC",
 		"SELECT host, max(time) AS t, arg_max_null(usage, time) AS u FROM db.cpu GROUP BY host ORDER BY u, host",
+		// Equalities of a column not grouped by (latest_multi.go).
+		"SELECT host, arg_max(usage, time), max(time) FROM db.cpu WHERE region = 'r1' GROUP BY host",
+		"SELECT host, max(time) FROM db.cpu WHERE region IN ('r0', 'r2') AND host IN ('h1', 'h3', 'h5') GROUP BY host",
+		"SELECT host, arg_max_null(usage, time) FROM db.cpu WHERE region = 'nope' GROUP BY host",
+		"SELECT region, max(time) FROM db.cpu WHERE host = 'h1' GROUP BY region",
 	}
 	edges := timeEdges(s, "db", "cpu")
 	for i, e := range edges {
@@ -58,7 +63,8 @@ func TestLatestFilesAsRows(t *testing.T) {
 			fmt.Sprintf("SELECT host, region, max(time), arg_max(usage, time) FROM db.cpu WHERE time >= %s GROUP BY host, region", nsLiteral(e)),
 			fmt.Sprintf("SELECT host, region, arg_max_null(usage, time) FROM db.cpu WHERE time > %s AND time <= %s GROUP BY host, region", nsLiteral(lo), nsLiteral(hi)),
 			fmt.Sprintf("SELECT host, region, max(time) FROM db.cpu WHERE time < %s GROUP BY host, region", nsLiteral(e)),
-			fmt.Sprintf("SELECT host, arg_max(usage, time) AS u FROM db.cpu WHERE time <= %s GROUP BY host ORDER BY u", nsLiteral(e)))
+			fmt.Sprintf("SELECT host, arg_max(usage, time) AS u FROM db.cpu WHERE time <= %s GROUP BY host ORDER BY u", nsLiteral(e)),
+			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE region = 'r%d' AND time >= %s GROUP BY host", i%3, nsLiteral(e)))
 	}
 	before := s.e.Stats()
 	for _, q := range queries {

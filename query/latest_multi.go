@@ -4,6 +4,7 @@ package query
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
 	"unsafe"
@@ -19,12 +20,19 @@ import (
 //
 // SELECT host, region, max(time), arg_max(usage, time) … GROUP BY host,
 // region (two to four string columns; the list and the rest as for one
-// key in latest.go, but no equalities in the WHERE) is pruned as one key
-// is: chunks newest first, each whose rows all match crediting each
-// combination of key values of its rows with their latest time, and a
-// chunk whose every combination (NULLs included) already has a later row
-// is left out. DuckDB answers over the chunks kept and every persisted
-// file (files are not looked into).
+// key in latest.go) is pruned as one key is: chunks newest first, each
+// whose rows all match crediting each combination of key values of its
+// rows with their latest time, and a chunk whose every combination
+// (NULLs included) already has a later row is left out. DuckDB answers
+// over the chunks kept and the persisted files, given as their latest
+// rows where those stand for them (latest_file_swap.go).
+//
+// Equalities of string columns in the WHERE (region = 'r', host IN
+// (…)) admit the rows of their values alone: a combination of other
+// values (or NULL) in such a column matches nothing, and needs no later
+// row for its chunk to be left out (its bound reads as +inf). A column
+// of equalities that is not grouped by is a key column all the same: the
+// latest row per host of region 'r' is that of (host, 'r').
 //
 // A combination is named, in the bounds, by its values (multiKey); in a
 // chunk, by its dictionaries' indices, one number a row (the indices
@@ -65,6 +73,40 @@ func (p *latestPrune) multiKeysOf(sh *shapeCheck, t *catalog.Table, groups []any
 		p.cols = append(p.cols, col)
 	}
 	p.col = p.cols[0]
+	return true
+}
+
+// multiEqualsOf takes eq, the WHERE's string equalities (nil: none), as
+// the values p.colOnly admits, adding their columns to p.cols; false
+// when a column is not a string column of t, or the columns would be
+// too many.
+func (p *latestPrune) multiEqualsOf(t *catalog.Table, eq map[string][]string) bool {
+	if eq == nil {
+		return true
+	}
+	p.colOnly = make([]map[string]bool, len(p.cols))
+	// In a fixed order: the kept combinations of chunks are named by the
+	// columns (latest_combos.go).
+	for _, g := range slices.Sorted(maps.Keys(eq)) {
+		col, ok := findColumn(t, g)
+		if !ok || !isStringColumn(t, col) {
+			return false
+		}
+		i := slices.Index(p.cols, col)
+		if i < 0 {
+			if len(p.cols) == maxMultiKeys {
+				return false
+			}
+			p.cols = append(p.cols, col)
+			p.colOnly = append(p.colOnly, nil)
+			i = len(p.cols) - 1
+		}
+		only := make(map[string]bool, len(eq[g])) // empty: x = 'a' AND x = 'b'
+		for _, v := range eq[g] {
+			only[v] = true
+		}
+		p.colOnly[i] = only
+	}
 	return true
 }
 
@@ -146,6 +188,24 @@ func (m *multiCols) key(c int, buf []byte) []byte {
 	return buf
 }
 
+// admits says whether combination number c holds, in each column, a
+// value only admits (only[i] nil: any value of column i; NULL is no
+// value admitted).
+func (m *multiCols) admits(c int, only []map[string]bool) bool {
+	for i := len(m.keys) - 1; i >= 0; i-- {
+		k := m.keys[i]
+		v := c / m.strides[i]
+		c -= v * m.strides[i]
+		if only[i] == nil {
+			continue
+		}
+		if k.dict == nil || v == k.dict.Len() || !only[i][k.dict.Value(v)] {
+			return false
+		}
+	}
+	return true
+}
+
 // multiMemo is, for a tuple of dictionaries at a version of the bounds,
 // the bound of each combination number looked up (gen[c] == cur).
 type multiMemo struct {
@@ -173,6 +233,9 @@ type multiBounds struct {
 	seenGen uint32
 	cache   *comboCache // nil: none kept
 	cols    []string
+	// only, when not nil, are the values each column admits
+	// (latestPrune.colOnly).
+	only []map[string]bool
 }
 
 func newMultiBounds(cache *comboCache, cols []string) *multiBounds {
@@ -283,8 +346,14 @@ func (b *multiBounds) laterBound(m *multiCols, mm *multiMemo, c int32, maxTime i
 	return mm.bounds[c] > maxTime
 }
 
-// lookUp sets mm's bound of combination number c (columns m).
+// lookUp sets mm's bound of combination number c (columns m): +inf for
+// one the WHERE's equalities do not admit, whose rows match nothing.
 func (b *multiBounds) lookUp(m *multiCols, mm *multiMemo, c int32) {
+	if b.only != nil && !m.admits(int(c), b.only) {
+		mm.bounds[c], mm.gen[c] = math.MaxInt64, mm.cur
+		b.work++
+		return
+	}
 	b.buf = m.key(int(c), b.buf)
 	v, ok := b.bound[string(b.buf)]
 	if !ok {
@@ -343,6 +412,7 @@ func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cu
 	order := newestFirst(chunks)
 	sure := metaAgg{exact: p.exact}
 	b := newMultiBounds(p.combos, p.cols)
+	b.only = p.colOnly
 	out := make([]bool, len(chunks))
 	n := 0
 	for _, i := range order {
