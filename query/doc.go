@@ -193,9 +193,10 @@
 // partition's values (latest_series.go), when that costs less than
 // looking up each chunk's dictionary by string. GROUP BY two to four
 // string columns, or one with equalities of other string columns, is
-// pruned by their combinations, and DuckDB answers
-// over what is kept (latest_multi.go); a sealed chunk's combinations are
-// kept once found (latest_combos.go). When DuckDB answers (several keys,
+// pruned by their combinations (latest_multi.go), each combination's
+// latest row picked as one key's are (latest_multi_direct.go) or DuckDB
+// answering over what is kept; a sealed chunk's combinations are kept
+// once found (latest_combos.go). When DuckDB answers (several keys,
 // an ORDER BY of an aggregate), it is given each persisted file as its
 // latest row of each key value or combination where those stand for
 // the file (latest_file_swap.go, latest_multi_pick.go).

@@ -187,8 +187,12 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 			return nil
 		}
 	}
-	if len(p.cols) > 0 {
-		return p // DuckDB answers over what the pruning keeps
+	if len(p.cols) > len(groups) || len(p.cols) > 0 && len(mods) > 0 {
+		// A column of equalities alone (a group's row is then the latest
+		// of its combinations), or several keys with an ORDER BY or
+		// LIMIT (latest_order.go cuts by one key): DuckDB answers over
+		// what the pruning keeps.
+		return p
 	}
 	// Answered from the latest rows (latest_direct.go) when the WHERE,
 	// if any, is bounds on time that a filtered direct scan understands
@@ -224,7 +228,7 @@ func (p *latestPrune) whereOf(w any, t *catalog.Table, sh *shapeCheck) bool {
 	if p.where, ok = directWhereOf(w, from, sh.alias, sh.table); !ok {
 		return false
 	}
-	return len(p.where.equals) == 0 || p.only != nil
+	return len(p.where.equals) == 0 || p.only != nil || p.colOnly != nil
 }
 
 // keyOf takes e, a string column, as p's key (p.col, and sh.keys)
@@ -432,7 +436,15 @@ func latestKeyOf(rec arrow.RecordBatch, col string) (latestKey, bool) {
 	if len(ix) == 0 {
 		return latestKey{}, true
 	}
-	d, ok := rec.Column(ix[0]).(*array.Dictionary)
+	return latestKeyAt(rec, ix[0])
+}
+
+// latestKeyAt is latestKeyOf of rec's column i (-1: none).
+func latestKeyAt(rec arrow.RecordBatch, i int) (latestKey, bool) {
+	if i < 0 {
+		return latestKey{}, true
+	}
+	d, ok := rec.Column(i).(*array.Dictionary)
 	if !ok {
 		return latestKey{}, false
 	}

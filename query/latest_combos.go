@@ -3,8 +3,6 @@
 package query
 
 import (
-	"slices"
-	"strings"
 	"sync"
 	"weak"
 
@@ -57,7 +55,7 @@ func newComboCache() *comboCache { return &comboCache{m: map[comboKey]*comboEntr
 
 // keyOf names m's chunk and columns; ok false when it has nothing to
 // name it by (a key column without a dictionary, nil c).
-func (c *comboCache) keyOf(m *multiCols, cols []string) (comboKey, bool) {
+func (c *comboCache) keyOf(m *multiCols, cols string) (comboKey, bool) {
 	if c == nil || m.keys[0].arr == nil {
 		return comboKey{}, false
 	}
@@ -65,7 +63,7 @@ func (c *comboCache) keyOf(m *multiCols, cols []string) (comboKey, bool) {
 	if len(bufs) < 2 || bufs[1] == nil {
 		return comboKey{}, false
 	}
-	return comboKey{indices: weak.Make(bufs[1]), cols: strings.Join(cols, "\x00")}, true
+	return comboKey{indices: weak.Make(bufs[1]), cols: cols}, true
 }
 
 // lens are the lengths of m's dictionaries (-1: none).
@@ -82,11 +80,28 @@ func (m *multiCols) lens() []int {
 
 // get returns the combinations kept for k under m's numbering, nil when
 // none are.
+// lensAre says whether lens are m's lens().
+func (m *multiCols) lensAre(lens []int) bool {
+	if len(lens) != len(m.keys) {
+		return false
+	}
+	for i, k := range m.keys {
+		n := -1
+		if k.dict != nil {
+			n = k.dict.Len()
+		}
+		if lens[i] != n {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *comboCache) get(k comboKey, m *multiCols) []int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[k]
-	if e == nil || !slices.Equal(e.lens, m.lens()) {
+	if e == nil || !m.lensAre(e.lens) {
 		return nil
 	}
 	return e.codes

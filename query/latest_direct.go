@@ -57,6 +57,9 @@ import (
 // answer.
 func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directScan) (_ []buffer.Chunk, ok bool) {
 	p := d.latest
+	if len(p.cols) > 0 {
+		return e.latestMultiRowsOf(ctx, view, d) // latest_multi_direct.go
+	}
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
 	within := allTime
 	if p.where != nil {

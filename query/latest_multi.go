@@ -23,9 +23,12 @@ import (
 // key in latest.go) is pruned as one key is: chunks newest first, each
 // whose rows all match crediting each combination of key values of its
 // rows with their latest time, and a chunk whose every combination
-// (NULLs included) already has a later row is left out. DuckDB answers
-// over the chunks kept and the persisted files, given as their latest
-// rows where those stand for them (latest_file_swap.go).
+// (NULLs included) already has a later row is left out. Each
+// combination's latest row is then picked without DuckDB when the query
+// selects the keys and the latest rows' columns alone, with no ORDER BY
+// or LIMIT (latest_multi_direct.go); otherwise DuckDB answers over the
+// chunks kept and the persisted files, given as their latest rows where
+// those stand for them (latest_file_swap.go).
 //
 // Equalities of string columns in the WHERE (region = 'r', host IN
 // (…)) admit the rows of their values alone: a combination of other
@@ -118,24 +121,60 @@ type multiCols struct {
 	codes   int // how many numbers: the product of each column's values plus NULL
 }
 
-// multiColsOf finds the key columns of rec; ok is false for a column
-// that is not dictionary-encoded strings, or numbers past
+// multiColsFinder finds the key columns of chunk after chunk in memory
+// of its own, and keeps where they are in the last schema: a pruning
+// looks at hundreds of chunks, most of one schema.
+type multiColsFinder struct {
+	cols   []string
+	m      multiCols
+	schema *arrow.Schema
+	pos    []int // of each of cols in schema; -1: not there
+}
+
+// samePlaces says whether sc (each chunk has a schema of its own) has
+// the columns where the last one had them, and no other of their names.
+func (f *multiColsFinder) samePlaces(sc *arrow.Schema) bool {
+	if f.schema == nil || sc.NumFields() != f.schema.NumFields() {
+		return false
+	}
+	for i, pos := range f.pos {
+		if pos < 0 || sc.Field(pos).Name != f.cols[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// of returns rec's key columns, valid until the next call; ok is false
+// for a column that is not dictionary-encoded strings, or numbers past
 // maxMultiCodes.
-func multiColsOf(rec arrow.RecordBatch, cols []string) (multiCols, bool) {
-	m := multiCols{keys: make([]latestKey, len(cols)), strides: make([]int, len(cols)), codes: 1}
+func (f *multiColsFinder) of(rec arrow.RecordBatch) (*multiCols, bool) {
+	if sc := rec.Schema(); sc != f.schema && !f.samePlaces(sc) {
+		f.schema = sc
+		f.pos = f.pos[:0]
+		for _, col := range f.cols {
+			i := -1
+			if ix := sc.FieldIndices(col); len(ix) > 0 {
+				i = ix[0]
+			}
+			f.pos = append(f.pos, i)
+		}
+	}
+	m := &f.m
+	m.keys, m.strides, m.codes = m.keys[:0], m.strides[:0], 1
 	limit := maxMultiCodes(int(rec.NumRows()))
-	for i, col := range cols {
-		k, ok := latestKeyOf(rec, col)
+	for _, pos := range f.pos {
+		k, ok := latestKeyAt(rec, pos)
 		if !ok {
-			return multiCols{}, false
+			return nil, false
 		}
 		n := 1 // NULL's slot
 		if k.dict != nil {
 			n += k.dict.Len()
 		}
-		m.keys[i], m.strides[i] = k, m.codes
+		m.keys, m.strides = append(m.keys, k), append(m.strides, m.codes)
 		if m.codes *= n; m.codes > limit {
-			return multiCols{}, false
+			return nil, false
 		}
 	}
 	return m, true
@@ -233,18 +272,21 @@ type multiBounds struct {
 	seenGen uint32
 	cache   *comboCache // nil: none kept
 	cols    []string
+	colsKey string // keySpec(cols), naming cache entries
+	idBuf   []byte // a memo's name, reused
 	// only, when not nil, are the values each column admits
 	// (latestPrune.colOnly).
 	only []map[string]bool
 }
 
 func newMultiBounds(cache *comboCache, cols []string) *multiBounds {
-	return &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}, memoLimit: maxMultiMemos, cache: cache, cols: cols}
+	return &multiBounds{bound: map[string]int64{}, memos: map[string]*multiMemo{}, memoLimit: maxMultiMemos, cache: cache, cols: cols, colsKey: keySpec(cols)}
 }
 
 // memo is the memo of m's dictionaries, at the bounds' version.
 func (b *multiBounds) memo(m *multiCols) *multiMemo {
-	id := make([]byte, 0, len(m.keys)*20)
+	id := b.idBuf[:0]
+	defer func() { b.idBuf = id }()
 	for _, k := range m.keys {
 		if k.dict == nil {
 			id = append(id, 0)
@@ -298,7 +340,7 @@ func (b *multiBounds) memo(m *multiCols) *multiMemo {
 // row was looked at.
 func (b *multiBounds) covered(m *multiCols, rows int, maxTime int64) bool {
 	mm := b.memo(m)
-	key, cacheable := b.cache.keyOf(m, b.cols)
+	key, cacheable := b.cache.keyOf(m, b.colsKey)
 	if cacheable {
 		if codes := b.cache.get(key, m); codes != nil {
 			b.work += len(codes)
@@ -415,22 +457,23 @@ func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cu
 	b.only = p.colOnly
 	out := make([]bool, len(chunks))
 	n := 0
+	find := multiColsFinder{cols: p.cols}
 	for _, i := range order {
 		if b.work > latestBudget {
 			break
 		}
 		c := chunks[i]
-		m, ok := multiColsOf(c.Rec, p.cols)
+		m, ok := find.of(c.Rec)
 		if !ok {
 			continue
 		}
-		if b.covered(&m, int(c.Rec.NumRows()), c.MaxTime) {
+		if b.covered(m, int(c.Rec.NumRows()), c.MaxTime) {
 			out[i] = true
 			n++
 			continue
 		}
 		if sure.sure(c.MinTime, c.MaxTime, cutoff) {
-			b.credit(c.Rec, &m, p.nonNull)
+			b.credit(c.Rec, m, p.nonNull)
 		}
 	}
 	if n == 0 {

@@ -9,14 +9,20 @@ import (
 // multiPicker picks, among batches, the first row of the greatest time of
 // each combination of values of several key columns (NULL a value of its
 // own in each): what latestPicker does for one key, for a persisted
-// file's latest rows (latest_file_rows.go). Within a batch, combinations
+// file's latest rows (latest_file_rows.go) and for the answer picked
+// without DuckDB (latest_multi_direct.go). Within a batch, combinations
 // are numbered from the dictionaries' indices (multiCols) and each
 // number's best row found in one pass; across batches, whose row groups
 // have dictionaries of their own, they are named by their values
 // (multiCols.key).
 type multiPicker struct {
-	cols  []string
+	find  multiColsFinder
 	picks []latestPick
+	// within are the times of the rows picked among (allTime: every
+	// row), only the values each column admits (nil: any; see
+	// latestPrune.colOnly).
+	within timeBounds
+	only   []map[string]bool
 	// byKey is each combination's pick, by its values.
 	byKey map[string]int
 	// best is, per combination number of the batch being read, its best
@@ -28,14 +34,14 @@ type multiPicker struct {
 }
 
 func newMultiPicker(cols []string) *multiPicker {
-	return &multiPicker{cols: cols, byKey: map[string]int{}}
+	return &multiPicker{find: multiColsFinder{cols: cols}, byKey: map[string]int{}, within: allTime}
 }
 
 // add picks among rec's rows, rec being batch ci; false if a key column
 // is not dictionary-encoded strings, its combinations are too many
 // (maxMultiCodes), or a time is NULL.
 func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
-	m, ok := multiColsOf(rec, p.cols)
+	m, ok := p.find.of(rec)
 	if !ok {
 		return false
 	}
@@ -50,7 +56,12 @@ func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
 	}
 	best := p.best
 	p.touched = p.touched[:0]
+	lo, hi := arrow.Timestamp(p.within.min), arrow.Timestamp(p.within.max)
+	clip := p.within != allTime
 	for r, c := range p.codes {
+		if clip && (times[r] < lo || times[r] > hi) {
+			continue
+		}
 		switch b := best[c]; {
 		case b < 0:
 			p.touched = append(p.touched, c)
@@ -62,6 +73,9 @@ func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
 	for _, c := range p.touched {
 		r := best[c]
 		best[c] = -1
+		if p.only != nil && !m.admits(int(c), p.only) {
+			continue
+		}
 		p.buf = m.key(int(c), p.buf)
 		pk := latestPick{ci, r, int64(times[r])}
 		slot, seen := p.byKey[string(p.buf)]

@@ -5,11 +5,14 @@ package query
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/apron-db/apron/catalog"
 )
 
 // TestMultiPicker: a file's latest row of each combination of key values
@@ -131,4 +134,24 @@ func stringAt(rec arrow.RecordBatch, col string, r int) string {
 		return "<NULL>"
 	}
 	return d.Dictionary().(*array.String).Value(d.GetValueIndex(r))
+}
+
+// TestKeySpec: key columns named in the read-ahead's hint and wants
+// (keySpec) read back as the table names them, one or several; a column
+// the table no longer has makes the whole spec unusable.
+func TestKeySpec(t *testing.T) {
+	tbl := &catalog.Table{Columns: []catalog.Column{{Name: "time"}, {Name: "Host"}, {Name: "region"}}}
+	for _, c := range []struct {
+		cols []string
+		want []string
+	}{
+		{[]string{"host"}, []string{"Host"}},
+		{[]string{"host", "REGION"}, []string{"Host", "region"}},
+		{[]string{"host", "az"}, nil},
+	} {
+		got, ok := keyColumns(tbl, keySpec(c.cols))
+		if !slices.Equal(got, c.want) || ok != (c.want != nil) {
+			t.Errorf("%q: %q %v, want %q", c.cols, got, ok, c.want)
+		}
+	}
 }

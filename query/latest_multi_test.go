@@ -160,18 +160,19 @@ func TestMultiMemosBounded(t *testing.T) {
 		recs[c] = chunk(c)
 		defer recs[c].Release()
 	}
+	find := multiColsFinder{cols: b.cols}
 	check := func(round string, order []int, want bool) {
 		t.Helper()
 		for _, c := range order {
-			m, ok := multiColsOf(recs[c], b.cols)
+			m, ok := find.of(recs[c])
 			if !ok {
 				t.Fatal("no key columns")
 			}
-			if got := b.covered(&m, n, base+int64(c*n+n-1)); got != want {
+			if got := b.covered(m, n, base+int64(c*n+n-1)); got != want {
 				t.Errorf("%s: chunk %d covered %v, want %v", round, c, got, want)
 			}
 			if round == "none" {
-				b.credit(recs[c], &m, nil)
+				b.credit(recs[c], m, nil)
 			}
 			held := 0
 			for _, mm := range b.memos {
