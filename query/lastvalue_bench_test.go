@@ -128,11 +128,13 @@ func lastValueBenchRows(b *testing.B, v *env, table string, n, series int) {
 
 // BenchmarkLatestTwoTags: the latest row per (host, region) over
 // APRON_BENCH_ROWS buffered rows (default 2M) of 200 hosts, each in one
-// of 5 regions (as the peer benchmark's table), without a cache:
-// "pruned" (latest_multi.go) and, in the same run, "duckdb" (the same
-// query as a subquery, which is not pruned).
+// of 5 regions (as the peer benchmark's table), without a cache: each
+// query pruned (latest_multi.go) and, in the same run, as a subquery,
+// which is not ("duckdb"). "pairs" and "region" (the latest row per
+// host of one region) are picked without DuckDB
+// (latest_multi_direct.go); "ordered" (ORDER BY max(time)) is answered
+// by DuckDB over the chunks kept.
 func BenchmarkLatestTwoTags(b *testing.B) {
-	const sql = "SELECT host, region, arg_max(usage, time), max(time) FROM db.cpu GROUP BY host, region"
 	n := benchRows(b)
 	v := newEnv(b, Config{})
 	schema := arrow.NewSchema([]arrow.Field{{Name: "time", Type: tsNs}, {Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -149,22 +151,31 @@ func BenchmarkLatestTwoTags(b *testing.B) {
 		rb.Release()
 		v.write("db", "cpu", rec)
 	}
-	for _, side := range []string{"pruned", "duckdb"} {
-		b.Run(side, func(b *testing.B) {
-			q := sql
-			if side == "duckdb" {
-				q = lvOracle(sql)
-			}
-			before := v.e.Stats().LatestChunks
-			for b.Loop() {
-				r, err := v.e.Query(context.Background(), q, "")
-				if rows, _ := drain(b, r, err); rows != 200 {
-					b.Fatalf("%d rows, want 200", rows)
+	for _, c := range []struct {
+		name, sql string
+		rows      int64
+	}{
+		{"pairs", "SELECT host, region, arg_max(usage, time), max(time) FROM db.cpu GROUP BY host, region", 200},
+		{"ordered", "SELECT host, region, arg_max(usage, time), max(time) AS t FROM db.cpu GROUP BY host, region ORDER BY t", 200},
+		{"region", "SELECT host, arg_max(usage, time), max(time) FROM db.cpu WHERE region = 'region-1' GROUP BY host", 40},
+	} {
+		for _, side := range []string{"pruned", "duckdb"} {
+			b.Run(c.name+"/"+side, func(b *testing.B) {
+				q := c.sql
+				if side == "duckdb" {
+					q = lvOracle(q)
 				}
-			}
-			if pruned := v.e.Stats().LatestChunks > before; pruned != (side == "pruned") {
-				b.Fatalf("%s: chunks left out: %v", side, pruned)
-			}
-		})
+				before := v.e.Stats().LatestChunks
+				for b.Loop() {
+					r, err := v.e.Query(context.Background(), q, "")
+					if rows, _ := drain(b, r, err); rows != c.rows {
+						b.Fatalf("%d rows, want %d", rows, c.rows)
+					}
+				}
+				if pruned := v.e.Stats().LatestChunks > before; pruned != (side == "pruned") {
+					b.Fatalf("%s: chunks left out: %v", side, pruned)
+				}
+			})
+		}
 	}
 }

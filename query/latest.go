@@ -187,11 +187,11 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 			return nil
 		}
 	}
-	if len(p.cols) > len(groups) || len(p.cols) > 0 && len(mods) > 0 {
-		// A column of equalities alone (a group's row is then the latest
-		// of its combinations), or several keys with an ORDER BY or
-		// LIMIT (latest_order.go cuts by one key): DuckDB answers over
-		// what the pruning keeps.
+	if len(p.cols) > 0 && (len(mods) > 0 || !p.combosAreGroups(len(groups))) {
+		// Several keys with an ORDER BY or LIMIT (latest_order.go cuts
+		// by one key), or a column of equalities alone of several values
+		// (a group's row is then the latest of its combinations): DuckDB
+		// answers over what the pruning keeps.
 		return p
 	}
 	// Answered from the latest rows (latest_direct.go) when the WHERE,

@@ -101,8 +101,12 @@ func TestLatestFilesAsRows(t *testing.T) {
 		{fmt.Sprintf("SELECT host, region, max(time) FROM db.cpu WHERE time <= %s GROUP BY host, region", nsLiteral(base+hour+hour/4)), 1, 0},
 		{fmt.Sprintf("SELECT host, region, max(time) FROM db.cpu WHERE time >= %s GROUP BY host, region", nsLiteral(base+hour+hour/4)), 0, 1},
 		{"SELECT host, region, max(time) FROM db.cpu WHERE region IN ('r1', 'r2') GROUP BY host, region", 0, 1},
-		// region is a key of the pruning, not of the answer.
+		// region is a key of the pruning, not of the answer: of one
+		// value, each (host, region) is a host's row; of two, DuckDB
+		// takes the later of a host's two.
 		{"SELECT host, max(time) FROM db.cpu WHERE region IN ('r1', 'r2') GROUP BY host", 2, 0},
+		{"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE region = 'r1' GROUP BY host", 0, 1},
+		{"SELECT host, max(time) FROM db.cpu WHERE region = 'r1' AND region = 'r2' GROUP BY host", 0, 1},
 	} {
 		if swaps, direct := paths(c.q); swaps != c.swaps || direct != c.direct {
 			t.Errorf("%s: %d files read as their latest rows, %d direct scans; want %d, %d", c.q, swaps, direct, c.swaps, c.direct)

@@ -113,6 +113,18 @@ func (p *latestPrune) multiEqualsOf(t *catalog.Table, eq map[string][]string) bo
 	return true
 }
 
+// combosAreGroups says whether each combination of p.cols is one group
+// of the answer, the first groups columns being those grouped by: each
+// column past them (of equalities alone) admits at most one value.
+func (p *latestPrune) combosAreGroups(groups int) bool {
+	for i := groups; i < len(p.cols); i++ {
+		if len(p.colOnly[i]) > 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // multiCols are a chunk's key columns, in p.cols' order, and the stride
 // of each in a combination's number.
 type multiCols struct {
