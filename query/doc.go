@@ -192,7 +192,8 @@
 // Chunks are checked by their series ids, against a bound per id of the
 // partition's values (latest_series.go), when that costs less than
 // looking up each chunk's dictionary by string. GROUP BY two to four
-// string columns, or one with equalities of other string columns, is
+// string columns, or one with equalities of other string columns or a
+// count(DISTINCT) of one, is
 // pruned by their combinations (latest_multi.go), each combination's
 // latest row picked as one key's are (latest_multi_direct.go) or DuckDB
 // answering over what is kept; a sealed chunk's combinations are kept

@@ -154,6 +154,7 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 		}
 	}
 	list, _ := node["select_list"].([]any)
+	var distinct []string // count(DISTINCT col)'s columns
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		if m == nil {
@@ -166,6 +167,10 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 				return nil
 			}
 		case "FUNCTION":
+			if col, ok := countDistinctOf(sh, t, m); ok {
+				distinct = append(distinct, col)
+				continue
+			}
 			c, ok := sh.lastAggregate(m)
 			if !ok {
 				return nil
@@ -186,6 +191,13 @@ func latestOf(tree map[string]any, db string, snap *catalog.Snapshot, exact, exa
 		if !groupModifier(x) {
 			return nil
 		}
+	}
+	if len(distinct) > 0 {
+		// DuckDB counts over what the pruning keeps (latest_multi.go).
+		if !p.distinctKeys(distinct) {
+			return nil
+		}
+		return p
 	}
 	if len(p.cols) > 0 && (len(mods) > 0 || !p.combosAreGroups(len(groups))) {
 		// Several keys with an ORDER BY or LIMIT (latest_order.go cuts

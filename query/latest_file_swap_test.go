@@ -54,6 +54,10 @@ func TestLatestFilesAsRows(t *testing.T) {
 		"SELECT host, max(time) FROM db.cpu WHERE region IN ('r0', 'r2') AND host IN ('h1', 'h3', 'h5') GROUP BY host",
 		"SELECT host, arg_max_null(usage, time) FROM db.cpu WHERE region = 'nope' GROUP BY host",
 		"SELECT region, max(time) FROM db.cpu WHERE host = 'h1' GROUP BY region",
+		// How many series per group (latest_multi.go).
+		"SELECT region, count(DISTINCT host) FROM db.cpu GROUP BY region",
+		"SELECT host, count(DISTINCT region), max(time) FROM db.cpu GROUP BY host",
+		"SELECT region, count(DISTINCT host) AS n FROM db.cpu WHERE host IN ('h1', 'h2', 'h9') GROUP BY region ORDER BY n, region",
 	}
 	edges := timeEdges(s, "db", "cpu")
 	for i, e := range edges {
@@ -64,7 +68,8 @@ func TestLatestFilesAsRows(t *testing.T) {
 			fmt.Sprintf("SELECT host, region, arg_max_null(usage, time) FROM db.cpu WHERE time > %s AND time <= %s GROUP BY host, region", nsLiteral(lo), nsLiteral(hi)),
 			fmt.Sprintf("SELECT host, region, max(time) FROM db.cpu WHERE time < %s GROUP BY host, region", nsLiteral(e)),
 			fmt.Sprintf("SELECT host, arg_max(usage, time) AS u FROM db.cpu WHERE time <= %s GROUP BY host ORDER BY u", nsLiteral(e)),
-			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE region = 'r%d' AND time >= %s GROUP BY host", i%3, nsLiteral(e)))
+			fmt.Sprintf("SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE region = 'r%d' AND time >= %s GROUP BY host", i%3, nsLiteral(e)),
+			fmt.Sprintf("SELECT region, count(DISTINCT host), max(time) FROM db.cpu WHERE time >= %s AND time < %s GROUP BY region", nsLiteral(lo), nsLiteral(hi)))
 	}
 	before := s.e.Stats()
 	for _, q := range queries {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -118,8 +119,66 @@ func (p *latestPrune) multiEqualsOf(t *catalog.Table, eq map[string][]string) bo
 // column past them (of equalities alone) admits at most one value.
 func (p *latestPrune) combosAreGroups(groups int) bool {
 	for i := groups; i < len(p.cols); i++ {
-		if len(p.colOnly[i]) > 1 {
+		if p.colOnly == nil || p.colOnly[i] == nil || len(p.colOnly[i]) > 1 {
 			return false
+		}
+	}
+	return true
+}
+
+// How many series per group: SELECT region, count(DISTINCT host) …
+// GROUP BY region counts the combinations of (region, host) with a
+// host, and every combination keeps its latest row through the pruning
+// by (region, host): DuckDB counts over what it keeps, the files given
+// as their latest rows (latest_file_swap.go). The other aggregates the
+// list may hold (max(time), arg_max) read the latest rows of each
+// combination, which are the group's latest rows too.
+
+// countDistinctOf is the column of m when it is count(DISTINCT col) of a
+// string column of t.
+func countDistinctOf(sh *shapeCheck, t *catalog.Table, m map[string]any) (string, bool) {
+	if m["distinct"] != true || m["filter"] != nil || m["export_state"] != false {
+		return "", false
+	}
+	if s, _ := m["schema"].(string); s != "" {
+		return "", false
+	}
+	if ob, _ := m["order_bys"].(map[string]any); ob != nil {
+		if o, _ := ob["orders"].([]any); len(o) > 0 {
+			return "", false
+		}
+	}
+	if name, _ := m["function_name"].(string); !strings.EqualFold(name, "count") {
+		return "", false
+	}
+	children, _ := m["children"].([]any)
+	if len(children) != 1 {
+		return "", false
+	}
+	_, col, ok := latestKeyColumn(sh, t, children[0])
+	return col, ok
+}
+
+// distinctKeys adds cols, whose distinct values the query counts, to the
+// key columns (one key becoming the first of several); false when they
+// would be too many.
+func (p *latestPrune) distinctKeys(cols []string) bool {
+	if len(p.cols) == 0 {
+		p.cols = []string{p.col}
+		if p.only != nil {
+			p.colOnly, p.only = []map[string]bool{p.only}, nil
+		}
+	}
+	for _, c := range cols {
+		if slices.Contains(p.cols, c) {
+			continue
+		}
+		if len(p.cols) == maxMultiKeys {
+			return false
+		}
+		p.cols = append(p.cols, c)
+		if p.colOnly != nil {
+			p.colOnly = append(p.colOnly, nil)
 		}
 	}
 	return true

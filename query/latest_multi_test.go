@@ -67,6 +67,9 @@ func TestLatestMultiNulls(t *testing.T) {
 		"SELECT host, region, arg_max(az, time) FROM db.tags WHERE az = 'az1' GROUP BY host, region",
 		"SELECT host, max(time) FROM db.tags WHERE region IN ('r9', 'nope') AND host = 'h1' GROUP BY host",
 		"SELECT az, max(time) FROM db.tags WHERE host IN ('h1', 'h2') AND region = 'r0' GROUP BY az",
+		// How many series per group: NULL is no value counted.
+		"SELECT region, count(DISTINCT host) FROM db.tags GROUP BY region",
+		"SELECT region, count(DISTINCT host), count(DISTINCT az), max(time) FROM db.tags GROUP BY region",
 	}
 	check := func(when string) {
 		t.Helper()

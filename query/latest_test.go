@@ -151,6 +151,7 @@ func latestRows(t *testing.T, cfg Config) {
 		"SELECT host, region, max(time) FROM db.cpu WHERE time >= TIMESTAMP '2024-03-01 12:00:00' GROUP BY host, region",
 		"SELECT host, region, max(time) FROM db.cpu WHERE host = 'h1' GROUP BY host, region",
 		"SELECT host, max(time), arg_max(usage, time) FROM db.cpu WHERE region = 'r1' GROUP BY host",
+		"SELECT region, count(DISTINCT host) FROM db.cpu GROUP BY region",
 	} {
 		before := s.e.Stats()
 		equalRows(t, q, sorted(s.query(q, "")), sorted(ref.query(q)))
@@ -201,6 +202,11 @@ func latestRows(t *testing.T, cfg Config) {
 		"SELECT host, max(time) FROM db.cpu GROUP BY host HAVING count(*) > 10",
 		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region HAVING count(*) > 1",
 		"SELECT host, region, count(*) FROM db.cpu GROUP BY host, region",
+		"SELECT region, count(host) FROM db.cpu GROUP BY region",
+		"SELECT region, count(DISTINCT usage) FROM db.cpu GROUP BY region",
+		"SELECT region, count(DISTINCT host) FILTER (WHERE usage > 1) FROM db.cpu GROUP BY region",
+		"SELECT region, count(DISTINCT upper(host)) FROM db.cpu GROUP BY region",
+		"SELECT region, count(DISTINCT host) + 1 FROM db.cpu GROUP BY region",
 		"SELECT host, region, max(time) FROM db.cpu GROUP BY host, region, usage",
 		"SELECT host, upper(region), max(time) FROM db.cpu GROUP BY host, upper(region)",
 		"SELECT usage, max(time) FROM db.cpu GROUP BY usage",
