@@ -119,7 +119,9 @@ func TestLatestDirect(t *testing.T) {
 		"SELECT DISTINCT host FROM db.cpu ORDER BY lower(host)",
 	}
 	// Equalities of the key column beside the bounds: the latest rows of
-	// those values alone. Of another column: DuckDB, unpruned.
+	// those values alone. Of one value of another column: that column a
+	// key of its own (latest_multi.go), picked without DuckDB too. Of
+	// several values of another column, or not equalities: DuckDB.
 	keyed := []string{
 		"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE host = 'h3' GROUP BY host",
 		fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE host = 'h0' AND time >= %s GROUP BY host", at(30*time.Minute)),
@@ -134,10 +136,11 @@ func TestLatestDirect(t *testing.T) {
 		fmt.Sprintf("SELECT host, max(time) FROM db.cpu WHERE host IN ('h0', 'h2') AND time < %s GROUP BY host ORDER BY host", at(5*time.Hour)),
 		"SELECT host, max(time) FROM db.cpu WHERE host IN ('h0', 'h2') AND host IN ('h2', 'h4') GROUP BY host",
 		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE host IN ('h5', 'h7') ORDER BY host DESC, time DESC",
-	}
-	keyedViaDuckDB := []string{
 		"SELECT host, max(time) FROM db.cpu WHERE region = 'r1' GROUP BY host",
 		"SELECT host, max(time), arg_max_null(usage, time) FROM db.cpu WHERE host = 'h1' AND region = 'r1' GROUP BY host",
+	}
+	keyedViaDuckDB := []string{
+		"SELECT host, max(time) FROM db.cpu WHERE region IN ('r1', 'r2') GROUP BY host",
 		"SELECT DISTINCT ON (host) * FROM db.cpu WHERE region = 'r2' ORDER BY host, time DESC",
 		"SELECT host, max(time) FROM db.cpu WHERE host IN ('h1', region) GROUP BY host",
 		"SELECT host, max(time) FROM db.cpu WHERE host NOT IN ('h1', 'h2') GROUP BY host",
