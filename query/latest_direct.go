@@ -57,9 +57,6 @@ import (
 // answer.
 func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directScan) (_ []buffer.Chunk, ok bool) {
 	p := d.latest
-	if len(p.cols) > 0 {
-		return e.latestMultiRowsOf(ctx, view, d) // latest_multi_direct.go
-	}
 	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
 	within := allTime
 	if p.where != nil {
@@ -72,12 +69,15 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 	bounds := withCutoff(view, key, within)
 	cutoff := view.Cutoff(key.Database)
 	chunks := e.snapshot(view, key, bounds)
+	files := e.persistedFiles(view, key, bounds)
+	if len(p.cols) > 0 {
+		return e.latestMultiRowsOf(ctx, d, within, cutoff, chunks, files) // latest_multi_direct.go
+	}
 	defer func() {
 		for _, c := range chunks {
 			c.Rec.Release()
 		}
 	}()
-	files := e.persistedFiles(view, key, bounds)
 	newest := int64(math.MinInt64) // of the files
 	for _, f := range files {
 		newest = max(newest, f.MaxTime)
@@ -292,11 +292,10 @@ func (p *latestPicker) add(ci int, rec arrow.RecordBatch, ids *buffer.SeriesIDs)
 	if !ok {
 		return false
 	}
-	ts, ok := timeColumn(rec)
-	if !ok || ts.NullN() > 0 {
+	times, ok := timesOf(rec)
+	if !ok {
 		return false
 	}
-	times := ts.TimestampValues()
 	lo, hi := arrow.Timestamp(p.within.min), arrow.Timestamp(p.within.max)
 	clip := p.within != allTime
 	if k.dict == nil {
@@ -394,6 +393,16 @@ func picksHold(chunks []buffer.Chunk, picks []latestPick, nonNull []string) bool
 		}
 	}
 	return true
+}
+
+// timesOf is rec's times; false when it has no time column, or a NULL
+// in it.
+func timesOf(rec arrow.RecordBatch) ([]arrow.Timestamp, bool) {
+	ts, ok := timeColumn(rec)
+	if !ok || ts.NullN() > 0 {
+		return nil, false
+	}
+	return ts.TimestampValues(), true
 }
 
 // timeColumn is rec's time column.

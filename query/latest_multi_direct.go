@@ -26,28 +26,18 @@ import (
 // a chunk's combinations are too many to number (maxMultiCodes), or a
 // picked row is NULL where arg_max reads.
 
-// latestMultiRowsOf is latestRowsOf for several key columns.
-func (e *Engine) latestMultiRowsOf(ctx context.Context, view *buffer.View, d *directScan) (_ []buffer.Chunk, ok bool) {
+// latestMultiRowsOf is latestRowsOf for several key columns, given the
+// rows' times within, the View's cutoff and the table's chunks within
+// them (retained: released here) and files.
+func (e *Engine) latestMultiRowsOf(ctx context.Context, d *directScan, within timeBounds, cutoff int64, chunks []buffer.Chunk, files []persist.File) (_ []buffer.Chunk, ok bool) {
 	p := d.latest
-	key := buffer.TableKey{Database: d.table.Database, Table: d.table.Name}
-	within := allTime
-	if p.where != nil {
-		b, ok := p.where.interval(e, time.Now())
-		if !ok {
-			return nil, false
-		}
-		within = b
-	}
-	bounds := withCutoff(view, key, within)
-	chunks := e.snapshot(view, key, bounds)
 	defer func() {
 		for _, c := range chunks {
 			c.Rec.Release()
 		}
 	}()
-	files := e.persistedFiles(view, key, bounds)
 	var nc int
-	chunks, files, nc, _ = p.pruneMulti(chunks, files, view.Cutoff(key.Database))
+	chunks, files, nc, _ = p.pruneMulti(chunks, files, cutoff)
 	e.latestChunks.Add(int64(nc))
 	newest := int64(math.MinInt64)
 	for _, f := range files {

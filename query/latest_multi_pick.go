@@ -45,11 +45,10 @@ func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
 	if !ok {
 		return false
 	}
-	ts, ok := timeColumn(rec)
-	if !ok || ts.NullN() > 0 {
+	times, ok := timesOf(rec)
+	if !ok {
 		return false
 	}
-	times := ts.TimestampValues()
 	p.codes = m.codesOf(len(times), p.codes)
 	for len(p.best) < m.codes {
 		p.best = append(p.best, -1)
