@@ -33,25 +33,11 @@ func latestCountOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *lat
 		return nil
 	}
 	m, _ := list[0].(map[string]any)
-	if m == nil || m["class"] != "FUNCTION" || m["distinct"] != true || m["filter"] != nil || m["export_state"] != false {
+	arg, ok := countDistinctArg(m)
+	if !ok {
 		return nil
 	}
-	if s, _ := m["schema"].(string); s != "" {
-		return nil
-	}
-	if ob, _ := m["order_bys"].(map[string]any); ob != nil {
-		if o, _ := ob["orders"].([]any); len(o) > 0 {
-			return nil
-		}
-	}
-	if name, _ := m["function_name"].(string); !strings.EqualFold(name, "count") {
-		return nil
-	}
-	children, _ := m["children"].([]any)
-	if len(children) != 1 {
-		return nil
-	}
-	i, ok, direct := p.keyAndWhere(node, sh, t, children[0], eq)
+	i, ok, direct := p.keyAndWhere(node, sh, t, arg, eq)
 	switch {
 	case !ok:
 		return nil
@@ -59,6 +45,30 @@ func latestCountOf(node map[string]any, t *catalog.Table, sh *shapeCheck, p *lat
 		p.project, p.table, p.countKeys = []int{i}, t, true
 	}
 	return p
+}
+
+// countDistinctArg is the argument of m when m is count(DISTINCT arg),
+// of no FILTER, ORDER BY or schema.
+func countDistinctArg(m map[string]any) (any, bool) {
+	if m == nil || m["class"] != "FUNCTION" || m["distinct"] != true || m["filter"] != nil || m["export_state"] != false {
+		return nil, false
+	}
+	if s, _ := m["schema"].(string); s != "" {
+		return nil, false
+	}
+	if ob, _ := m["order_bys"].(map[string]any); ob != nil {
+		if o, _ := ob["orders"].([]any); len(o) > 0 {
+			return nil, false
+		}
+	}
+	if name, _ := m["function_name"].(string); !strings.EqualFold(name, "count") {
+		return nil, false
+	}
+	children, _ := m["children"].([]any)
+	if len(children) != 1 {
+		return nil, false
+	}
+	return children[0], true
 }
 
 // countKeys releases chunks, the latest rows per key, and returns the

@@ -4,6 +4,7 @@ package query
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/apron-db/apron/buffer"
@@ -50,7 +51,7 @@ func (e *Engine) fileRowsInstead(ctx context.Context, p *latestPrune, chunks []b
 		cols = []string{p.col}
 	}
 	left := files[:0:0]
-	var newest int64
+	newest := int64(math.MinInt64)
 	for _, f := range files {
 		newest = max(newest, f.MaxTime)
 		if f.Rows == 0 || f.MaxTime > p.exact.max {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -137,25 +136,11 @@ func (p *latestPrune) combosAreGroups(groups int) bool {
 // countDistinctOf is the column of m when it is count(DISTINCT col) of a
 // string column of t.
 func countDistinctOf(sh *shapeCheck, t *catalog.Table, m map[string]any) (string, bool) {
-	if m["distinct"] != true || m["filter"] != nil || m["export_state"] != false {
+	arg, ok := countDistinctArg(m) // latest_count.go
+	if !ok {
 		return "", false
 	}
-	if s, _ := m["schema"].(string); s != "" {
-		return "", false
-	}
-	if ob, _ := m["order_bys"].(map[string]any); ob != nil {
-		if o, _ := ob["orders"].([]any); len(o) > 0 {
-			return "", false
-		}
-	}
-	if name, _ := m["function_name"].(string); !strings.EqualFold(name, "count") {
-		return "", false
-	}
-	children, _ := m["children"].([]any)
-	if len(children) != 1 {
-		return "", false
-	}
-	_, col, ok := latestKeyColumn(sh, t, children[0])
+	_, col, ok := latestKeyColumn(sh, t, arg)
 	return col, ok
 }
 
