@@ -505,7 +505,11 @@ rows:
 	}
 }
 
-// pruneMulti is prune for several key columns: files are all kept.
+// pruneMulti is prune for several key columns: files are all kept (what
+// combinations a file holds is not known without reading it: its
+// dictionary pages give each column's values, whose product, for tags
+// that go together as host and region do, holds combinations no row
+// has, and no later row could credit).
 func (p *latestPrune) pruneMulti(chunks []buffer.Chunk, files []persist.File, cutoff int64) (_ []buffer.Chunk, _ []persist.File, nchunks, nfiles int) {
 	order := newestFirst(chunks)
 	sure := metaAgg{exact: p.exact}
