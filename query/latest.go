@@ -27,9 +27,9 @@ import (
 // the groups allowed; a WHERE of bounds on time, and of equalities of
 // the key (key = 'v', key IN ('v', 'w')), or none) needs, for each value
 // of key, only its rows of the greatest time. (Equalities of other
-// string columns make those columns keys too: latest_multi.go.) QuestDB answers it with
-// LATEST ON, InfluxDB 3 with a last-value cache; DuckDB's aggregate reads
-// every row. Its scan
+// string columns make those columns keys too: latest_multi.go.)
+// QuestDB answers it with LATEST ON, InfluxDB 3 with a last-value
+// cache; DuckDB's aggregate reads every row. Its scan
 // hands it fewer: chunks are taken newest first (by their greatest
 // time), and a chunk whose rows all match for certain (within the
 // WHERE's exact bounds, scanBounds, and no retention cutoff among them)
