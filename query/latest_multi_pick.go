@@ -23,8 +23,10 @@ type multiPicker struct {
 	// latestPrune.colOnly).
 	within timeBounds
 	only   []map[string]bool
-	// byKey is each combination's pick, by its values.
+	// byKey is each combination's pick, by its values; at most limit
+	// (maxMultiPicks) of them.
 	byKey map[string]int
+	limit int
 	// best is, per combination number of the batch being read, its best
 	// row (-1: none yet); touched the numbers set.
 	best    []int32
@@ -33,13 +35,19 @@ type multiPicker struct {
 	buf     []byte
 }
 
+// maxMultiPicks bounds the combinations a picker holds (some 100 bytes
+// each): a query grouping by a column of a value a row (a request id)
+// would otherwise hold one a row of every file it reads. Past it, DuckDB
+// answers, within its memory limit.
+const maxMultiPicks = 1 << 18
+
 func newMultiPicker(cols []string) *multiPicker {
-	return &multiPicker{find: multiColsFinder{cols: cols}, byKey: map[string]int{}, within: allTime}
+	return &multiPicker{find: multiColsFinder{cols: cols}, byKey: map[string]int{}, within: allTime, limit: maxMultiPicks}
 }
 
 // add picks among rec's rows, rec being batch ci; false if a key column
 // is not dictionary-encoded strings, its combinations are too many
-// (maxMultiCodes), or a time is NULL.
+// (maxMultiCodes in the batch, p.limit in all), or a time is NULL.
 func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
 	m, ok := p.find.of(rec)
 	if !ok {
@@ -80,6 +88,9 @@ func (p *multiPicker) add(ci int, rec arrow.RecordBatch) bool {
 		slot, seen := p.byKey[string(p.buf)]
 		switch {
 		case !seen:
+			if len(p.picks) == p.limit {
+				return false
+			}
 			// string(p.buf) as a new key is a copy: the batch's
 			// dictionaries may go.
 			p.byKey[string(p.buf)] = len(p.picks)

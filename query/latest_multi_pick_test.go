@@ -103,6 +103,16 @@ func TestMultiPicker(t *testing.T) {
 			t.Fatalf("batch %d not taken", bi)
 		}
 	}
+	// A picker bounded below the combinations gives up.
+	small := newMultiPicker([]string{"host", "region"})
+	small.limit = len(want) - 1
+	took := true
+	for bi, rec := range recs {
+		took = took && small.add(bi, rec)
+	}
+	if took || len(small.picks) > small.limit {
+		t.Errorf("a picker of at most %d combinations took all %d (holds %d)", small.limit, len(want), len(small.picks))
+	}
 	if len(p.picks) != len(want) {
 		t.Errorf("%d picks, want %d combinations", len(p.picks), len(want))
 	}
