@@ -70,12 +70,17 @@ func (c *comboCache) keyOf(m *multiCols, cols string) (comboKey, bool) {
 func (m *multiCols) lens() []int {
 	out := make([]int, len(m.keys))
 	for i, k := range m.keys {
-		out[i] = -1
-		if k.dict != nil {
-			out[i] = k.dict.Len()
-		}
+		out[i] = k.dictLen()
 	}
 	return out
+}
+
+// dictLen is the length of k's dictionary, -1 for none (every key NULL).
+func (k latestKey) dictLen() int {
+	if k.dict == nil {
+		return -1
+	}
+	return k.dict.Len()
 }
 
 // get returns the combinations kept for k under m's numbering, nil when
@@ -86,11 +91,7 @@ func (m *multiCols) lensAre(lens []int) bool {
 		return false
 	}
 	for i, k := range m.keys {
-		n := -1
-		if k.dict != nil {
-			n = k.dict.Len()
-		}
-		if lens[i] != n {
+		if lens[i] != k.dictLen() {
 			return false
 		}
 	}
