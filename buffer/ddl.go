@@ -158,6 +158,16 @@ func (v *View) ChunksWhere(s *Segment, db, table string, keep func(ChunkStat) bo
 	return s.SnapshotWhere(db, table, keep)
 }
 
+// LatestChunksWhere is ChunksWhere for the latest row per value of
+// string column col within times at most upper (Segment.SnapshotLatest):
+// with how many chunks it left out that cannot hold one.
+func (v *View) LatestChunksWhere(s *Segment, db, table, col string, upper int64, keep func(ChunkStat) bool) ([]Chunk, int) {
+	if v.dropped(s, db, table) {
+		return nil, 0
+	}
+	return s.SnapshotLatest(db, table, col, upper, keep)
+}
+
 // ChunkStats appends to dst the rows and time range of each chunk Chunks
 // would return, retaining none: a count of rows answered from a
 // snapshot of them, with 5M rows buffered (~600 chunks), spent a fifth

@@ -30,7 +30,11 @@
 // each column's values across its dictionaries (series ids, series.go),
 // and a chunk carries its dictionaries' ids, so that readers (the latest
 // row per key, a WHERE's values, in query) look up a value once per
-// partition rather than once per chunk.
+// partition rather than once per chunk. A partition also keeps, per
+// such column, the latest time of each id among its sealed chunks,
+// folded in at each seal, so that a reader of the latest row per value
+// is handed only the chunks that can hold one (series_latest.go,
+// Segment.SnapshotLatest).
 //
 // # Persistence
 //

@@ -135,6 +135,17 @@ func (s *Segment) SnapshotWhere(db, table string, keep func(ChunkStat) bool) []C
 	return t.snapshotWhere(keep)
 }
 
+// SnapshotLatest is SnapshotWhere for the latest row per value of string
+// column col within times at most upper: it leaves out the chunks that
+// cannot hold one (series_latest.go), and says how many.
+func (s *Segment) SnapshotLatest(db, table, col string, upper int64, keep func(ChunkStat) bool) ([]Chunk, int) {
+	t := s.tableBuffer(TableKey{db, table}, false)
+	if t == nil {
+		return nil, 0
+	}
+	return t.snapshotLatest(col, upper, keep)
+}
+
 // Stats appends to dst the rows and time range of each chunk Snapshot
 // would return, retaining none.
 func (s *Segment) Stats(db, table string, dst []ChunkStat) []ChunkStat {

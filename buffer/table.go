@@ -34,6 +34,9 @@ type partition struct {
 	// retired counts the bytes of dictionaries no longer taking values but
 	// still referenced by sealed chunks.
 	retired int64
+	// latest are the sealed chunks' latest times of each series of each
+	// string column with series ids (series_latest.go).
+	latest map[string]*seriesLatest
 }
 
 // size is the memory held besides sealed chunks: the open chunk and the
@@ -48,6 +51,9 @@ func (p *partition) size() int64 {
 	}
 	for _, sp := range p.series {
 		s += sp.size()
+	}
+	for _, sl := range p.latest {
+		s += sl.size()
 	}
 	return s
 }
@@ -177,6 +183,7 @@ func (t *tableBuffer) sealLocked(p *partition) {
 		}
 	}
 	c := p.open.seal(t.sealMem)
+	p.foldLatest(c)
 	p.sealed = append(p.sealed, c)
 	p.open = nil
 	for _, d := range p.dicts {
@@ -240,6 +247,43 @@ func (t *tableBuffer) snapshotWhere(keep func(ChunkStat) bool) []Chunk {
 		}
 	}
 	return out
+}
+
+// snapshotLatest is snapshotWhere for the latest row per value of string
+// column col within times at most upper: of a partition's sealed chunks,
+// it leaves out those whose rows all precede L (series_latest.go) when
+// upper is past the partition's sealed rows. skipped counts the chunks
+// left out so.
+func (t *tableBuffer) snapshotLatest(col string, upper int64, keep func(ChunkStat) bool) (out []Chunk, skipped int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	days := make([]int64, 0, len(t.mu.parts))
+	for d := range t.mu.parts {
+		days = append(days, d)
+	}
+	slices.Sort(days)
+	for _, d := range days {
+		p := t.mu.parts[d]
+		least, hint := p.latestLeast(col, upper)
+		for _, c := range p.sealed {
+			if hint && c.MaxTime < least {
+				skipped++
+				continue
+			}
+			if keep != nil && !keep(ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime}) {
+				continue
+			}
+			c.Rec.Retain()
+			out = append(out, c)
+		}
+		if p.open != nil && p.open.n > 0 {
+			if keep != nil && !keep(ChunkStat{Rows: int64(p.open.n), MinTime: p.open.minT, MaxTime: p.open.maxT}) {
+				continue
+			}
+			out = append(out, p.open.chunk(false))
+		}
+	}
+	return out, skipped
 }
 
 // stats appends to dst the rows and time range of each chunk snapshot

@@ -172,7 +172,9 @@
 // column with only
 // max(time) and arg_max(col, time) and kin, and a WHERE of time bounds
 // or none — the latest row per key, without a last-value cache — reads
-// only the buffered chunks that hold a key value's latest row: chunks
+// only the buffered chunks that hold a key value's latest row: the
+// buffer hands over only the chunks of a partition that can (those not
+// older than the least of its values' latest times), chunks
 // newest first credit each key value of their rows with its latest
 // time, and a chunk whose every key value already has a later row is
 // left out (latest.go), and so is a persisted file whose key values,

@@ -403,8 +403,27 @@ func newestFirst(chunks []buffer.Chunk) []int {
 			order = append(order, i)
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+	newer := func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) }
+	// Rows written in time order give chunks oldest first: reversed
+	// when so, rather than sorted (a third of a sort's time of 600).
+	older := func(a, b int) int { return newer(b, a) }
+	if slices.IsSortedFunc(order, older) && !hasTies(chunks, order) {
+		slices.Reverse(order)
+		return order
+	}
+	slices.SortStableFunc(order, newer)
 	return order
+}
+
+// hasTies says whether two chunks of order, sorted by greatest time,
+// share one: a stable sort keeps them in order, a reversal would not.
+func hasTies(chunks []buffer.Chunk, order []int) bool {
+	for i := 1; i < len(order); i++ {
+		if chunks[order[i]].MaxTime == chunks[order[i-1]].MaxTime {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseLeftOut releases the chunks out says are left out, and returns
@@ -698,4 +717,19 @@ func (b *latestBounds) credit(rec arrow.RecordBatch, k latestKey, nonNull []stri
 	if raised {
 		b.version++
 	}
+}
+
+// latestColFor is the key column of q's latest row per key when it
+// prunes the scans of table k by one column and nothing else prunes
+// them: their chunks are then those the buffer says can hold a key's
+// latest row (Engine.latestSnapshot).
+func (q *queryState) latestColFor(k buffer.TableKey) (string, bool) {
+	key := lowerKey(k.Database, k.Table)
+	if q == nil || q.latest == nil || q.latest.key != key || len(q.latest.cols) > 0 {
+		return "", false
+	}
+	if q.meta != nil && q.meta.key == key || q.newest != nil && q.newest.key == key {
+		return "", false
+	}
+	return q.latest.col, true
 }

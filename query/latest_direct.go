@@ -68,7 +68,12 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 	}
 	bounds := withCutoff(view, key, within)
 	cutoff := view.Cutoff(key.Database)
-	chunks := e.snapshot(view, key, bounds)
+	var chunks []buffer.Chunk
+	if len(p.cols) > 0 {
+		chunks = e.snapshot(view, key, bounds)
+	} else {
+		chunks = e.latestSnapshot(view, key, bounds, p.col, bounds.max)
+	}
 	files := e.persistedFiles(view, key, bounds)
 	if len(p.cols) > 0 {
 		return e.latestMultiRowsOf(ctx, d, within, cutoff, chunks, files) // latest_multi_direct.go

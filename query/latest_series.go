@@ -46,15 +46,46 @@ type spaceMemo struct {
 // latestKeysOf is each chunk's key column col (latestKeyOf) with its
 // series ids, and whether it has one: found once for all that looks at
 // them (a query of 5M rows has ~600 chunks).
+//
+// Its cost is per chunk, whatever the chunk's rows (~600 ns a chunk,
+// 0.3 ms a query of the peer table's 611 chunks, before the column's
+// place was remembered across chunks and the ids were kept in one
+// slice), so it does the least it can for each.
 func latestKeysOf(chunks []buffer.Chunk, col string) ([]latestKey, []bool) {
 	keys, has := make([]latestKey, len(chunks)), make([]bool, len(chunks))
+	series := make([]buffer.SeriesIDs, len(chunks)) // keys[i].series points into it
+	at := columnFinder{col: col, i: -1}
 	for i, c := range chunks {
-		if k, ok := latestKeyOf(c.Rec, col); ok {
-			k.series = seriesOf(c, col, k)
+		if k, ok := latestKeyAt(c.Rec, at.find(c.Rec)); ok {
+			if ids, ok := c.Series[col]; ok && k.dict != nil && len(ids.IDs) == k.dict.Len() {
+				series[i] = ids
+				k.series = &series[i]
+			}
 			keys[i], has[i] = k, true
 		}
 	}
 	return keys, has
+}
+
+// columnFinder finds column col of batch after batch, trying first
+// where it was in the last (a table's chunks mostly share a schema's
+// order): a name compared rather than a schema's map looked up.
+type columnFinder struct {
+	col string
+	i   int // where it was last; -1: not yet found
+}
+
+// find is col's index in rec, -1 when it has none.
+func (f *columnFinder) find(rec arrow.RecordBatch) int {
+	if f.i >= 0 && f.i < int(rec.NumCols()) && rec.ColumnName(f.i) == f.col {
+		return f.i
+	}
+	ix := rec.Schema().FieldIndices(f.col)
+	if len(ix) == 0 {
+		return -1
+	}
+	f.i = ix[0]
+	return f.i
 }
 
 // useSpaces decides which series spaces the chunks (their keys) are

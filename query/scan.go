@@ -387,7 +387,11 @@ func apron_scan_init(p unsafe.Pointer) {
 		} else if ok {
 			g.chunks = chunks // instead of the table's (lastvalue.go)
 		} else {
-			g.chunks = bd.e.snapshot(view, bd.key, bounds)
+			if col, ok := qs.latestColFor(bd.key); ok {
+				g.chunks = bd.e.latestSnapshot(view, bd.key, bounds, col, min(bounds.max, qs.latest.exact.max))
+			} else {
+				g.chunks = bd.e.snapshot(view, bd.key, bounds)
+			}
 			g.files = bd.e.persistedFiles(view, bd.key, bounds)
 			if qs != nil && qs.meta != nil && qs.meta.key == lowerKey(bd.key.Database, bd.key.Table) {
 				var nc, nf int64
@@ -452,11 +456,44 @@ func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buf
 		}
 		return true
 	}
+	if b == allTime {
+		keep = nil // every chunk with rows: the buffer sizes the list once
+	}
 	for _, s := range v.Buffered {
-		out = append(out, v.ChunksWhere(s, k.Database, k.Table, keep)...)
+		cs := v.ChunksWhere(s, k.Database, k.Table, keep)
+		if out == nil {
+			out = cs // one segment, the usual case: not copied
+			continue
+		}
+		out = append(out, cs...)
 	}
 	e.chunksPruned.Add(int64(pruned))
 	e.chunksScanned.Add(int64(len(out)))
+	return out
+}
+
+// latestSnapshot is snapshot for the latest row per value of string
+// column col of the rows within b and of times at most upper (which rows
+// past cannot match): the buffer leaves out the chunks that cannot hold
+// one (buffer/series_latest.go), counted as the latest row pruning's.
+func (e *Engine) latestSnapshot(v *buffer.View, k buffer.TableKey, b timeBounds, col string, upper int64) []buffer.Chunk {
+	var out []buffer.Chunk
+	pruned, skipped := 0, 0
+	keep := func(c buffer.ChunkStat) bool {
+		if b.misses(c.Rows, c.MinTime, c.MaxTime) {
+			pruned++
+			return false
+		}
+		return true
+	}
+	for _, s := range v.Buffered {
+		cs, n := v.LatestChunksWhere(s, k.Database, k.Table, col, min(upper, b.max), keep)
+		out = append(out, cs...)
+		skipped += n
+	}
+	e.chunksPruned.Add(int64(pruned))
+	e.chunksScanned.Add(int64(len(out)))
+	e.latestChunks.Add(int64(skipped))
 	return out
 }
 
