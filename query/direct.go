@@ -698,10 +698,7 @@ func (e *Engine) direct(ctx context.Context, c *conn, stmt duck.PreparedStatemen
 	}
 	qs := v.(*queryState)
 	d := qs.direct
-	var opts duck.ArrowOptions
-	duck.ConnectionGetArrowOptions(c.c, &opts)
-	schema, err := resultSchema(opts, stmt)
-	duck.DestroyArrowOptions(&opts)
+	schema, err := c.resultSchemaOf(stmt)
 	if err != nil || !d.fits(schema) {
 		return nil
 	}

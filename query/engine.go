@@ -275,6 +275,9 @@ type conn struct {
 	// well, nil when it is not to be kept.
 	plans []plan
 	plan  *planKey
+	// planSchema is the result schema of the query running now, when
+	// known (conn.resultSchemaOf): kept with its plan.
+	planSchema *arrow.Schema
 	// broken: a panic left the connection in an unknown state; release
 	// closes it (panics.go).
 	broken bool
@@ -701,7 +704,7 @@ func (e *Engine) stateOn(c *conn, a *admitted, database string) (*queryState, er
 		}
 	}
 	c.sql = a.sql
-	c.plan = nil
+	c.plan, c.planSchema = nil, nil
 	return qs, nil
 }
 

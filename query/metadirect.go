@@ -45,10 +45,7 @@ func (e *Engine) metaDirect(c *conn, stmt *duck.PreparedStatement) array.RecordR
 	if t == nil {
 		return nil
 	}
-	var opts duck.ArrowOptions
-	duck.ConnectionGetArrowOptions(c.c, &opts)
-	schema, err := resultSchema(opts, *stmt)
-	duck.DestroyArrowOptions(&opts)
+	schema, err := c.resultSchemaOf(*stmt)
 	if err != nil || !m.fits(schema) {
 		return nil
 	}

@@ -126,7 +126,7 @@ func (e *Engine) pickIdle(database string) *conn {
 // release returns a connection to the pool.
 func (e *Engine) release(c *conn) {
 	e.dropState(c.id)
-	c.plan = nil
+	c.plan, c.planSchema = nil, nil
 	sem := c.sem
 	e.mu.Lock()
 	closing := e.mu.closed
