@@ -266,10 +266,28 @@ type latestPicker struct {
 	// batches' dictionaries: set when these may be reused or freed
 	// before the picker is done.
 	clone bool
+	// limit bounds the values picked (maxMultiPicks, as a multiPicker's
+	// combinations): a GROUP BY of a column of a value a row would
+	// otherwise hold a pick, and a copy of the value, a row of every file
+	// read. Past it, add says false and DuckDB answers.
+	limit int
 }
 
 func newLatestPicker(col string, hint int, clone bool) *latestPicker {
-	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, within: allTime, clone: clone}
+	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, within: allTime, clone: clone, limit: maxMultiPicks}
+}
+
+// full says whether p holds as many picks as it may: a new value is
+// not taken. The batch's best rows left in best are cleared (the picker
+// is not used again).
+func (p *latestPicker) full(best []int32) bool {
+	if len(p.picks) < p.limit {
+		return false
+	}
+	for _, v := range p.touched {
+		best[v] = -1
+	}
+	return true
 }
 
 // take makes pk the pick at index slot (-1: a new one) if it is later,
@@ -287,8 +305,8 @@ func (p *latestPicker) take(slot int, pk latestPick) int {
 
 // add picks among rec's rows, rec being batch ci, ids the series ids of
 // its key's dictionary (nil: none; not nil for every batch or none);
-// false if its key is not dictionary-encoded strings or its times hold a
-// NULL.
+// false if its key is not dictionary-encoded strings, its times hold a
+// NULL, or its values would be more than p.limit.
 func (p *latestPicker) add(ci int, rec arrow.RecordBatch, ids *buffer.SeriesIDs) bool {
 	if p.byID != nil && ids == nil {
 		return false // a batch without ids: the caller said every one has them
@@ -359,6 +377,9 @@ func (p *latestPicker) add(ci int, rec arrow.RecordBatch, ids *buffer.SeriesIDs)
 			for int(id) >= len(p.byID) {
 				p.byID = append(p.byID, 0)
 			}
+			if p.byID[id] == 0 && p.full(best) {
+				return false
+			}
 			p.byID[id] = int32(p.take(int(p.byID[id])-1, latestPick{ci, r, int64(times[r])})) + 1
 		}
 		return true
@@ -369,6 +390,9 @@ func (p *latestPicker) add(ci int, rec arrow.RecordBatch, ids *buffer.SeriesIDs)
 		s := k.dict.Value(int(v))
 		slot, seen := p.byValue[s]
 		if !seen {
+			if p.full(best) {
+				return false
+			}
 			slot = -1
 			if p.clone {
 				s = strings.Clone(s)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/apron-db/apron/buffer"
 	"github.com/apron-db/apron/catalog"
 )
 
@@ -116,6 +117,7 @@ func TestMultiPicker(t *testing.T) {
 	if len(p.picks) != len(want) {
 		t.Errorf("%d picks, want %d combinations", len(p.picks), len(want))
 	}
+	checkPickerLimit(t, recs)
 	for _, pk := range p.picks {
 		rec := recs[pk.chunk]
 		key := fmt.Sprint(stringAt(rec, "host", int(pk.row)), "|", stringAt(rec, "region", int(pk.row)))
@@ -162,6 +164,56 @@ func TestKeySpec(t *testing.T) {
 		got, ok := keyColumns(tbl, keySpec(c.cols))
 		if !slices.Equal(got, c.want) || ok != (c.want != nil) {
 			t.Errorf("%q: %q %v, want %q", c.cols, got, ok, c.want)
+		}
+	}
+}
+
+// checkPickerLimit: a latestPicker of the host column of recs (values
+// h0…h19 and NULL), by value and by series id, takes every batch when it
+// may hold a pick for each value (and NULL), and gives up when it may
+// hold one fewer.
+func checkPickerLimit(t *testing.T, recs []arrow.RecordBatch) {
+	t.Helper()
+	hosts := map[string]bool{}
+	for _, rec := range recs {
+		col := rec.Column(rec.Schema().FieldIndices("host")[0])
+		for r := range col.Len() {
+			if col.IsValid(r) {
+				hosts[stringAt(rec, "host", r)] = true
+			}
+		}
+	}
+	space := new(buffer.SeriesSpace)
+	values := make([]string, 20)
+	for k := range values {
+		values[k] = fmt.Sprintf("h%d", k)
+	}
+	idsOf := func(rec arrow.RecordBatch) *buffer.SeriesIDs {
+		dict := rec.Column(rec.Schema().FieldIndices("host")[0]).(*array.Dictionary).Dictionary().(*array.String)
+		ids := &buffer.SeriesIDs{Space: space, Values: values, IDs: make([]int32, dict.Len())}
+		for i := range dict.Len() {
+			ids.IDs[i] = int32(slices.Index(values, dict.Value(i)))
+		}
+		return ids
+	}
+	for _, byID := range []bool{false, true} {
+		for _, limit := range []int{len(hosts) + 1, len(hosts) - 1} { // + NULL's
+			p := newLatestPicker("host", 0, true)
+			p.limit = limit
+			if byID {
+				p.byID = []int32{}
+			}
+			took := true
+			for bi, rec := range recs {
+				var ids *buffer.SeriesIDs
+				if byID {
+					ids = idsOf(rec)
+				}
+				took = took && p.add(bi, rec, ids)
+			}
+			if took != (limit > len(hosts)) || len(p.picks) > limit {
+				t.Errorf("by id %v: a picker of at most %d values took every batch: %v (holds %d picks of %d values and NULL)", byID, limit, took, len(p.picks), len(hosts))
+			}
 		}
 	}
 }
