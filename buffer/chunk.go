@@ -33,6 +33,17 @@ type ChunkStat struct {
 	MinTime, MaxTime int64 // ns since the epoch, inclusive
 }
 
+// addStat is the stat of the rows of a and b (the zero stat: none).
+func addStat(a, b ChunkStat) ChunkStat {
+	if a.Rows == 0 {
+		return b
+	}
+	if b.Rows == 0 {
+		return a
+	}
+	return ChunkStat{Rows: a.Rows + b.Rows, MinTime: min(a.MinTime, b.MinTime), MaxTime: max(a.MaxTime, b.MaxTime)}
+}
+
 // openChunk is the chunk of a partition that takes appends until it holds
 // chunkRows rows and is sealed.
 type openChunk struct {

@@ -168,6 +168,15 @@ func (v *View) LatestChunksWhere(s *Segment, db, table, col string, upper int64,
 	return s.SnapshotLatest(db, table, col, upper, keep)
 }
 
+// ChunkSummaries is ChunkStats summed by partition (Segment.Summaries),
+// with how many chunks they sum.
+func (v *View) ChunkSummaries(s *Segment, db, table string, dst []ChunkStat) ([]ChunkStat, int) {
+	if v.dropped(s, db, table) {
+		return dst, 0
+	}
+	return s.Summaries(db, table, dst)
+}
+
 // ChunkStats appends to dst the rows and time range of each chunk Chunks
 // would return, retaining none: a count of rows answered from a
 // snapshot of them, with 5M rows buffered (~600 chunks), spent a fifth

@@ -156,6 +156,17 @@ func (s *Segment) Stats(db, table string, dst []ChunkStat) []ChunkStat {
 	return t.stats(dst)
 }
 
+// Summaries appends to dst the stats of a table's chunks summed by
+// partition, its sealed chunks' and its open chunk's, and says how many
+// chunks they sum.
+func (s *Segment) Summaries(db, table string, dst []ChunkStat) ([]ChunkStat, int) {
+	t := s.tableBuffer(TableKey{db, table}, false)
+	if t == nil {
+		return dst, 0
+	}
+	return t.summaries(dst)
+}
+
 // HasTable says whether the segment holds rows (or a schema) of a table.
 func (s *Segment) HasTable(db, table string) bool {
 	return s.tableBuffer(TableKey{db, table}, false) != nil

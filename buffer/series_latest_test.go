@@ -94,7 +94,8 @@ func TestSnapshotLatest(t *testing.T) {
 }
 
 // checkLatest checks SnapshotLatest of table's host column (see
-// TestSnapshotLatest) at bounds of times around its chunks'.
+// TestSnapshotLatest) at bounds of times around its chunks', and that
+// Summaries sum its chunks' stats.
 func checkLatest(t *testing.T, b *WriteBuffer, table, when string, start int64, everSkipped *bool) {
 	t.Helper()
 	tbl, _ := b.Catalog().Table("db", table)
@@ -102,6 +103,18 @@ func checkLatest(t *testing.T, b *WriteBuffer, table, when string, start int64, 
 	when = table + ", " + when
 	for _, seg := range b.Segments() {
 		full := seg.Snapshot("db", table)
+		// The stats summed by partition sum every chunk's.
+		var all, summed ChunkStat
+		for _, c := range full {
+			all = addStat(all, ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime})
+		}
+		sums, n := seg.Summaries("db", table, nil)
+		for _, st := range sums {
+			summed = addStat(summed, st)
+		}
+		if summed != all || n != len(full) {
+			t.Fatalf("%s: %d chunks summed by partition as %+v, %d chunks as %+v", when, n, summed, len(full), all)
+		}
 		var sealedMax int64 = math.MinInt64
 		for _, c := range full {
 			sealedMax = max(sealedMax, c.MaxTime)

@@ -37,6 +37,8 @@ type partition struct {
 	// latest are the sealed chunks' latest times of each series of each
 	// string column with series ids (series_latest.go).
 	latest map[string]*seriesLatest
+	// sealedStat sums the sealed chunks' stats (summaries).
+	sealedStat ChunkStat
 }
 
 // size is the memory held besides sealed chunks: the open chunk and the
@@ -184,6 +186,7 @@ func (t *tableBuffer) sealLocked(p *partition) {
 	}
 	c := p.open.seal(t.sealMem)
 	p.foldLatest(c)
+	p.sealedStat = addStat(p.sealedStat, ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime})
 	p.sealed = append(p.sealed, c)
 	p.open = nil
 	for _, d := range p.dicts {
@@ -302,6 +305,26 @@ func (t *tableBuffer) stats(dst []ChunkStat) []ChunkStat {
 	return dst
 }
 
+// summaries appends to dst the stats of each partition's sealed chunks,
+// summed, and of its open chunk: stats summed by partition (a count of
+// 5M rows read ~600 chunks' stats, 24 µs of a 0.3 ms query). n is how
+// many chunks they sum.
+func (t *tableBuffer) summaries(dst []ChunkStat) (_ []ChunkStat, n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.mu.parts {
+		if len(p.sealed) > 0 {
+			dst = append(dst, p.sealedStat)
+			n += len(p.sealed)
+		}
+		if p.open != nil && p.open.n > 0 {
+			dst = append(dst, ChunkStat{Rows: int64(p.open.n), MinTime: p.open.minT, MaxTime: p.open.maxT})
+			n++
+		}
+	}
+	return dst, n
+}
+
 func (t *tableBuffer) sizeNow() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -317,6 +340,8 @@ func (t *tableBuffer) release() {
 		}
 		p.sealed = nil
 		p.open = nil
+		p.latest = nil
+		p.sealedStat = ChunkStat{}
 	}
 }
 

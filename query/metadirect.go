@@ -51,13 +51,24 @@ func (e *Engine) metaDirect(c *conn, stmt *duck.PreparedStatement) array.RecordR
 	}
 	key := buffer.TableKey{Database: t.Database, Table: t.Name}
 	bounds := withCutoff(qs.view, key, qs.boundsOf(key))
-	chunks := e.chunkStats(qs.view, key, bounds)
 	files := e.persistedFiles(qs.view, key, bounds)
 	cutoff := qs.view.Cutoff(key.Database)
+	// The chunks' stats summed by partition are sure when each chunk's
+	// are (sure is of the least and greatest time): a count of the
+	// whole table reads a few, not every chunk's. Otherwise each chunk's.
+	chunks, n := e.chunkSummaries(qs.view, key)
 	if !m.allSure(chunks, files, cutoff) {
-		return nil
+		chunks, n = e.chunkStats(qs.view, key, bounds), -1
+		if !m.allSure(chunks, files, cutoff) {
+			return nil
+		}
+	} else {
+		e.chunksScanned.Add(int64(n))
 	}
 	nc, nf := m.claimAll(chunks, files, cutoff)
+	if n >= 0 && nc > 0 {
+		nc = int64(n) // summaries: counted as the chunks they sum
+	}
 	e.metaChunks.Add(nc)
 	e.metaFiles.Add(nf)
 	rec := m.answer(schema, e.wb.Allocator())

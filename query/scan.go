@@ -497,6 +497,20 @@ func (e *Engine) latestSnapshot(v *buffer.View, k buffer.TableKey, b timeBounds,
 	return out
 }
 
+// chunkSummaries is the rows and time range of the table's buffered
+// chunks summed by partition (buffer.View.ChunkSummaries), with how many
+// chunks they sum.
+func (e *Engine) chunkSummaries(v *buffer.View, k buffer.TableKey) ([]buffer.ChunkStat, int) {
+	var out []buffer.ChunkStat
+	n := 0
+	for _, s := range v.Buffered {
+		var m int
+		out, m = v.ChunkSummaries(s, k.Database, k.Table, out)
+		n += m
+	}
+	return out, n
+}
+
 // chunkStats is the rows and time range of each chunk snapshot would
 // return, none retained.
 func (e *Engine) chunkStats(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.ChunkStat {
