@@ -19,11 +19,11 @@ import (
 // So a partition keeps, for each string column whose chunks have series
 // ids, the greatest time of its sealed chunks' rows of each id, and of
 // their NULL rows: folded in as a chunk is sealed (a pass over its
-// indices and times, ~10 µs for 8,192 rows, beside the seal's copy of
-// its buffers). The least of these, L, says which sealed chunks can hold
-// a value's latest row: a chunk whose rows all precede L holds for every
-// value (and NULL) only rows older than one in a chunk of time at or
-// after L, or in the open chunk. LatestChunks leaves the others out.
+// indices and times, beside the seal's copy of its buffers). The least
+// of these, L, says which sealed chunks can hold a value's latest row: a
+// chunk whose rows all precede L holds for every value (and NULL) only
+// rows older than one in a chunk of time at or after L, or in the open
+// chunk. Segment.SnapshotLatest leaves the others out.
 //
 // Rows of a value all older than L are older than the value's latest
 // row: what is left out is never the latest row of a value, whatever
@@ -43,7 +43,8 @@ type seriesLatest struct {
 	leastOK bool
 	// broken: a sealed chunk's column had no ids of space (its space was
 	// full, or of another), so L cannot be told.
-	broken bool
+	broken  bool
+	scratch []int64 // fold's, by dictionary index
 }
 
 // foldLatest folds chunk c, being sealed, into the partition's latest
@@ -97,14 +98,31 @@ func (sl *seriesLatest) fold(c Chunk, col string) {
 			sl.times = append(sl.times, math.MinInt64)
 		}
 	}
+	// Each dictionary index's greatest time first (a small array, in
+	// cache), then each id's: one load a row rather than two.
 	times, keys := ts.TimestampValues(), idx.Int32Values()
-	nulls := d.NullN() > 0
-	for r, v := range keys {
-		t := int64(times[r])
-		if nulls && d.IsNull(r) {
-			sl.null = max(sl.null, t)
-			continue
+	best := sl.scratch[:0]
+	for range len(ids.IDs) {
+		best = append(best, math.MinInt64)
+	}
+	sl.scratch = best
+	if d.NullN() > 0 {
+		for r, v := range keys {
+			t := int64(times[r])
+			if d.IsNull(r) {
+				sl.null = max(sl.null, t)
+			} else if t > best[v] {
+				best[v] = t
+			}
 		}
+	} else {
+		for r, v := range keys {
+			if t := int64(times[r]); t > best[v] {
+				best[v] = t
+			}
+		}
+	}
+	for v, t := range best {
 		if id := ids.IDs[v]; t > sl.times[id] {
 			sl.times[id] = t
 		}
@@ -138,16 +156,11 @@ func (sl *seriesLatest) leastTime() (int64, bool) {
 // upper (a sealed row is past upper).
 func (p *partition) latestLeast(col string, upper int64) (int64, bool) {
 	sl := p.latest[col]
-	if sl == nil || len(p.sealed) == 0 {
+	if sl == nil || len(p.sealed) == 0 || p.sealedStat.MaxTime > upper {
 		return 0, false
-	}
-	for _, c := range p.sealed {
-		if c.MaxTime > upper {
-			return 0, false
-		}
 	}
 	return sl.leastTime()
 }
 
 // size is the memory the latest times hold.
-func (sl *seriesLatest) size() int64 { return int64(cap(sl.times)) * 8 }
+func (sl *seriesLatest) size() int64 { return int64(cap(sl.times)+cap(sl.scratch)) * 8 }

@@ -20,7 +20,8 @@ import (
 // without a host column (NULL hosts), then 13 hosts, then NULLs among
 // them, a batch of old rows late, a host that stops reporting, a second
 // day, and the open chunk; checked after each write. Table nulls: NULL
-// hosts in ten rows between two runs of hosts.
+// hosts in ten rows between two runs of hosts. Table early: a host of
+// one early row among hosts that go on.
 func TestSnapshotLatest(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
@@ -48,7 +49,7 @@ func TestSnapshotLatest(t *testing.T) {
 	everSkipped := false
 	check := func(when string) {
 		t.Helper()
-		for _, table := range []string{"cpu", "nulls"} {
+		for _, table := range []string{"cpu", "nulls", "early"} {
 			checkLatest(t, b, table, when, start, &everSkipped)
 		}
 	}
@@ -66,6 +67,11 @@ func TestSnapshotLatest(t *testing.T) {
 	}
 	write(t, b, "nulls", cpuSchema, nullRows)
 	write(t, b, "nulls", cpuSchema, everyHost(genRows(start+1410, 400, 1)))
+	// early: hosts, one row of a host that stops at once among them.
+	first := everyHost(genRows(start+1000, 400, 1))
+	first[5].Host = ptr("early")
+	write(t, b, "early", cpuSchema, first)
+	write(t, b, "early", cpuSchema, everyHost(genRows(start+1400, 400, 1)))
 
 	check("no host column")
 	write(t, b, "cpu", cpuSchema, everyHost(genRows(start+1000, 400, 1)))
