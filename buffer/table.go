@@ -220,35 +220,7 @@ func (t *tableBuffer) snapshot() []Chunk {
 // open chunk, made): a query of the last minutes of 5M rows kept 2 of
 // ~600 chunks, and retained, released and listed all of them.
 func (t *tableBuffer) snapshotWhere(keep func(ChunkStat) bool) []Chunk {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var days []int64
-	n := 0
-	for d, p := range t.mu.parts {
-		days = append(days, d)
-		n += len(p.sealed) + 1
-	}
-	slices.Sort(days)
-	var out []Chunk
-	if keep == nil {
-		out = make([]Chunk, 0, n)
-	}
-	for _, d := range days {
-		p := t.mu.parts[d]
-		for _, c := range p.sealed {
-			if keep != nil && !keep(ChunkStat{Rows: c.Rec.NumRows(), MinTime: c.MinTime, MaxTime: c.MaxTime}) {
-				continue
-			}
-			c.Rec.Retain()
-			out = append(out, c)
-		}
-		if p.open != nil && p.open.n > 0 {
-			if keep != nil && !keep(ChunkStat{Rows: int64(p.open.n), MinTime: p.open.minT, MaxTime: p.open.maxT}) {
-				continue
-			}
-			out = append(out, p.open.chunk(false))
-		}
-	}
+	out, _ := t.snapshotSkipping(keep, nil)
 	return out
 }
 
@@ -258,18 +230,34 @@ func (t *tableBuffer) snapshotWhere(keep func(ChunkStat) bool) []Chunk {
 // upper is past the partition's sealed rows. skipped counts the chunks
 // left out so.
 func (t *tableBuffer) snapshotLatest(col string, upper int64, keep func(ChunkStat) bool) (out []Chunk, skipped int) {
+	return t.snapshotSkipping(keep, func(p *partition) (int64, bool) { return p.latestLeast(col, upper) })
+}
+
+// snapshotSkipping is snapshotWhere, but for the sealed chunks of a
+// partition p whose rows all precede the time before(p) gives when it
+// gives one (nil: none), left out and counted in skipped.
+func (t *tableBuffer) snapshotSkipping(keep func(ChunkStat) bool, before func(*partition) (int64, bool)) (out []Chunk, skipped int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	days := make([]int64, 0, len(t.mu.parts))
-	for d := range t.mu.parts {
+	n := 0
+	for d, p := range t.mu.parts {
 		days = append(days, d)
+		n += len(p.sealed) + 1
 	}
 	slices.Sort(days)
+	if keep == nil && before == nil {
+		out = make([]Chunk, 0, n)
+	}
 	for _, d := range days {
 		p := t.mu.parts[d]
-		least, hint := p.latestLeast(col, upper)
+		var least int64
+		skip := false
+		if before != nil {
+			least, skip = before(p)
+		}
 		for _, c := range p.sealed {
-			if hint && c.MaxTime < least {
+			if skip && c.MaxTime < least {
 				skipped++
 				continue
 			}
