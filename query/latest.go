@@ -403,27 +403,17 @@ func newestFirst(chunks []buffer.Chunk) []int {
 			order = append(order, i)
 		}
 	}
-	newer := func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) }
-	// Rows written in time order give chunks oldest first: reversed
-	// when so, rather than sorted (a third of a sort's time of 600).
-	older := func(a, b int) int { return newer(b, a) }
-	if slices.IsSortedFunc(order, older) && !hasTies(chunks, order) {
-		slices.Reverse(order)
-		return order
-	}
-	slices.SortStableFunc(order, newer)
-	return order
-}
-
-// hasTies says whether two chunks of order, sorted by greatest time,
-// share one: a stable sort keeps them in order, a reversal would not.
-func hasTies(chunks []buffer.Chunk, order []int) bool {
+	// Rows written in time order give chunks oldest first, each
+	// strictly later than the last: reversed when so, rather than sorted
+	// (a third of a sort's time of 600). Ties are sorted, stably.
 	for i := 1; i < len(order); i++ {
-		if chunks[order[i]].MaxTime == chunks[order[i-1]].MaxTime {
-			return true
+		if chunks[order[i]].MaxTime <= chunks[order[i-1]].MaxTime {
+			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(chunks[b].MaxTime, chunks[a].MaxTime) })
+			return order
 		}
 	}
-	return false
+	slices.Reverse(order)
+	return order
 }
 
 // releaseLeftOut releases the chunks out says are left out, and returns

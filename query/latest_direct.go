@@ -68,16 +68,13 @@ func (e *Engine) latestRowsOf(ctx context.Context, view *buffer.View, d *directS
 	}
 	bounds := withCutoff(view, key, within)
 	cutoff := view.Cutoff(key.Database)
-	var chunks []buffer.Chunk
 	if len(p.cols) > 0 {
-		chunks = e.snapshot(view, key, bounds)
-	} else {
-		chunks = e.latestSnapshot(view, key, bounds, p.col, bounds.max)
-	}
-	files := e.persistedFiles(view, key, bounds)
-	if len(p.cols) > 0 {
+		chunks := e.snapshot(view, key, bounds)
+		files := e.persistedFiles(view, key, bounds)
 		return e.latestMultiRowsOf(ctx, d, within, cutoff, chunks, files) // latest_multi_direct.go
 	}
+	chunks := e.latestSnapshot(view, key, bounds, p.col, bounds.max)
+	files := e.persistedFiles(view, key, bounds)
 	defer func() {
 		for _, c := range chunks {
 			c.Rec.Release()
@@ -266,15 +263,15 @@ type latestPicker struct {
 	// batches' dictionaries: set when these may be reused or freed
 	// before the picker is done.
 	clone bool
-	// limit bounds the values picked (maxMultiPicks, as a multiPicker's
-	// combinations): a GROUP BY of a column of a value a row would
-	// otherwise hold a pick, and a copy of the value, a row of every file
-	// read. Past it, add says false and DuckDB answers.
+	// limit bounds the values picked (maxPicks): a GROUP BY of a column
+	// of a value a row would otherwise hold a pick, and a copy of the
+	// value, a row of every file read. Past it, add says false and DuckDB
+	// answers.
 	limit int
 }
 
 func newLatestPicker(col string, hint int, clone bool) *latestPicker {
-	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, within: allTime, clone: clone, limit: maxMultiPicks}
+	return &latestPicker{col: col, byValue: make(map[string]int, hint), picks: make([]latestPick, 0, hint+1), null: -1, within: allTime, clone: clone, limit: maxPicks}
 }
 
 // full says whether p holds as many picks as it may: a new value is

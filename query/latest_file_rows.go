@@ -209,7 +209,7 @@ func pickFileRows(ctx context.Context, fr *pqarrow.FileReader, leaves []int, col
 		rec := rr.RecordBatch()
 		starts = append(starts, at)
 		if !add(len(starts)-1, rec) {
-			return nil, fmt.Errorf("%w: %q: not dictionary-encoded strings, of more values or combinations than are picked among (%d), or a time is NULL", errFileRowsTypes, cols, maxMultiPicks)
+			return nil, fmt.Errorf("%w: %q: not dictionary-encoded strings, of more values or combinations than are picked among (%d), or a time is NULL", errFileRowsTypes, cols, maxPicks)
 		}
 		at += rec.NumRows()
 	}

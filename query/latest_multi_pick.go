@@ -24,7 +24,7 @@ type multiPicker struct {
 	within timeBounds
 	only   []map[string]bool
 	// byKey is each combination's pick, by its values; at most limit
-	// (maxMultiPicks) of them.
+	// (maxPicks) of them.
 	byKey map[string]int
 	limit int
 	// best is, per combination number of the batch being read, its best
@@ -35,14 +35,14 @@ type multiPicker struct {
 	buf     []byte
 }
 
-// maxMultiPicks bounds the combinations a picker holds (some 100 bytes
-// each): a query grouping by a column of a value a row (a request id)
-// would otherwise hold one a row of every file it reads. Past it, DuckDB
-// answers, within its memory limit.
-const maxMultiPicks = 1 << 18
+// maxPicks bounds the combinations a multiPicker holds, and the values
+// a latestPicker does (some 100 bytes each): a query grouping by a column
+// of a value a row (a request id) would otherwise hold one a row of every
+// file it reads. Past it, DuckDB answers, within its memory limit.
+const maxPicks = 1 << 18
 
 func newMultiPicker(cols []string) *multiPicker {
-	return &multiPicker{find: multiColsFinder{cols: cols}, byKey: map[string]int{}, within: allTime, limit: maxMultiPicks}
+	return &multiPicker{find: multiColsFinder{cols: cols}, byKey: map[string]int{}, within: allTime, limit: maxPicks}
 }
 
 // add picks among rec's rows, rec being batch ci; false if a key column

@@ -447,8 +447,17 @@ func (e *Engine) persistedFiles(v *buffer.View, k buffer.TableKey, b timeBounds)
 // snapshot returns the table's buffered chunks in the View that may hold
 // rows within b, retained.
 func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buffer.Chunk {
+	return e.latestSnapshot(v, k, b, "", b.max)
+}
+
+// latestSnapshot is snapshot for the latest row per value of string
+// column col (none: snapshot) of the rows within b and of times at most
+// upper (which rows past cannot match): the buffer leaves out the chunks
+// that cannot hold one (buffer/series_latest.go), counted as the latest
+// row pruning's.
+func (e *Engine) latestSnapshot(v *buffer.View, k buffer.TableKey, b timeBounds, col string, upper int64) []buffer.Chunk {
 	var out []buffer.Chunk
-	pruned := 0
+	pruned, skipped := 0, 0
 	keep := func(c buffer.ChunkStat) bool {
 		if b.misses(c.Rows, c.MinTime, c.MaxTime) {
 			pruned++
@@ -460,7 +469,14 @@ func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buf
 		keep = nil // every chunk with rows: the buffer sizes the list once
 	}
 	for _, s := range v.Buffered {
-		cs := v.ChunksWhere(s, k.Database, k.Table, keep)
+		var cs []buffer.Chunk
+		if col == "" {
+			cs = v.ChunksWhere(s, k.Database, k.Table, keep)
+		} else {
+			var n int
+			cs, n = v.LatestChunksWhere(s, k.Database, k.Table, col, min(upper, b.max), keep)
+			skipped += n
+		}
 		if out == nil {
 			out = cs // one segment, the usual case: not copied
 			continue
@@ -469,31 +485,9 @@ func (e *Engine) snapshot(v *buffer.View, k buffer.TableKey, b timeBounds) []buf
 	}
 	e.chunksPruned.Add(int64(pruned))
 	e.chunksScanned.Add(int64(len(out)))
-	return out
-}
-
-// latestSnapshot is snapshot for the latest row per value of string
-// column col of the rows within b and of times at most upper (which rows
-// past cannot match): the buffer leaves out the chunks that cannot hold
-// one (buffer/series_latest.go), counted as the latest row pruning's.
-func (e *Engine) latestSnapshot(v *buffer.View, k buffer.TableKey, b timeBounds, col string, upper int64) []buffer.Chunk {
-	var out []buffer.Chunk
-	pruned, skipped := 0, 0
-	keep := func(c buffer.ChunkStat) bool {
-		if b.misses(c.Rows, c.MinTime, c.MaxTime) {
-			pruned++
-			return false
-		}
-		return true
+	if skipped > 0 {
+		e.latestChunks.Add(int64(skipped))
 	}
-	for _, s := range v.Buffered {
-		cs, n := v.LatestChunksWhere(s, k.Database, k.Table, col, min(upper, b.max), keep)
-		out = append(out, cs...)
-		skipped += n
-	}
-	e.chunksPruned.Add(int64(pruned))
-	e.chunksScanned.Add(int64(len(out)))
-	e.latestChunks.Add(int64(skipped))
 	return out
 }
 
